@@ -1,0 +1,145 @@
+"""Immutable records the core reasons about.
+
+An :class:`Item` is the whole durable state of one automation item. Hot fields (state, version,
+retry budget, lease) are typed attributes; the documents an operator reads (evidence, proposal,
+artifacts, review packet, revision, account) live in ``data``, a deeply frozen mapping whose
+shapes are documented in ``docs/records.md``. Change a record with :func:`dataclasses.replace`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any
+
+from .canonical import digest, format_time, freeze
+from .states import State
+
+EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class Item:
+    id: str
+    automation: str
+    key: str
+    state: State
+    version: int  # bumped by every write, claims included: the compare-and-set guard
+    seq: int  # number of applied events so far (history_length)
+    head: str  # hash of the last event, "" before the first
+    created_at: datetime
+    updated_at: datetime
+    attempts: int  # attempts of the current step, counted when a worker claims it
+    max_attempts: int
+    next_eligible_at: datetime
+    lease_owner: str | None = None
+    lease_token: int = 0  # fencing token: grows with every claim of this item
+    lease_expires_at: datetime | None = None
+    claimed_at: datetime | None = None
+    attempt_log: tuple[Mapping[str, Any], ...] = ()
+    data: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
+
+    def doc(self, name: str) -> Any:
+        return self.data.get(name)
+
+    def with_data(self, **changes: Any) -> Mapping[str, Any]:
+        """``data`` with ``changes`` applied (a value of ``None`` removes the key)."""
+        merged = dict(self.data)
+        for key, value in changes.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = freeze(value)
+        return MappingProxyType(merged)
+
+    def lease_live(self, now: datetime) -> bool:
+        return (
+            self.lease_owner is not None
+            and self.lease_expires_at is not None
+            and self.lease_expires_at > now
+        )
+
+    def to_plain(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "automation": self.automation,
+            "key": self.key,
+            "state": self.state.value,
+            "version": self.version,
+            "history_length": self.seq,
+            "head": self.head,
+            "created_at": format_time(self.created_at),
+            "updated_at": format_time(self.updated_at),
+            "attempts": self.attempts,
+            "max_attempts": self.max_attempts,
+            "next_eligible_at": format_time(self.next_eligible_at),
+            "lease": None
+            if self.lease_owner is None
+            else {
+                "owner": self.lease_owner,
+                "token": self.lease_token,
+                "expires_at": None
+                if self.lease_expires_at is None
+                else format_time(self.lease_expires_at),
+                "claimed_at": None if self.claimed_at is None else format_time(self.claimed_at),
+            },
+            "lease_token": self.lease_token,
+            "attempt_log": [dict(a) for a in self.attempt_log],
+            "data": self.data,
+        }
+
+
+@dataclass(frozen=True)
+class Actor:
+    name: str
+    roles: frozenset[str]
+    active: bool = True
+
+    def has_any(self, roles: tuple[str, ...] | frozenset[str]) -> str | None:
+        """The first of ``roles`` this actor holds (the authority basis), or ``None``."""
+        if not self.active:
+            return None
+        for role in sorted(roles):
+            if role in self.roles:
+                return role
+        return None
+
+
+@dataclass(frozen=True)
+class Event:
+    item_id: str
+    seq: int
+    at: datetime
+    command: str
+    actor: str
+    from_state: State | None
+    to_state: State
+    reasons: tuple[str, ...]
+    digests: Mapping[str, Any]
+    detail: Mapping[str, Any]
+    prev_hash: str
+    hash: str = ""
+
+    def body(self) -> dict[str, Any]:
+        """What the event hash covers: everything but the hash itself."""
+        return {
+            "item_id": self.item_id,
+            "seq": self.seq,
+            "at": self.at,
+            "command": self.command,
+            "actor": self.actor,
+            "from_state": None if self.from_state is None else self.from_state.value,
+            "to_state": self.to_state.value,
+            "reasons": list(self.reasons),
+            "digests": self.digests,
+            "detail": self.detail,
+            "prev_hash": self.prev_hash,
+        }
+
+    def computed_hash(self) -> str:
+        return digest(self.body())
+
+    def to_plain(self) -> dict[str, Any]:
+        return {**self.body(), "hash": self.hash}
