@@ -52,7 +52,9 @@ class Artifact:
 
     @property
     def content_hash(self) -> str:
-        return content_hash(self.title, self.summary, self.body, [a.fingerprint() for a in self.assets])
+        return content_hash(
+            self.title, self.summary, self.body, [a.fingerprint() for a in self.assets]
+        )
 
     def to_plain(self) -> dict[str, Any]:
         return {

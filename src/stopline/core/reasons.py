@@ -55,3 +55,5 @@ class Reason(StrEnum):
     MODE_FORBIDS_PUBLICATION = "mode_forbids_publication"
     REVIEW_NOT_APPROVED = "review_not_approved"
     NOT_FOUND_REMOTE = "remote_not_found"
+    ALREADY_STAGED = "already_staged"
+    REMOTE_VERSION_CONFLICT = "remote_version_conflict"

@@ -104,9 +104,7 @@ def _rows() -> Iterable[Transition]:
         yield row(src, Cmd.INTENT, [src], By.WORKER, "intent recorded before a remote call")
         yield row(src, Cmd.BIND, [src], By.WORKER, "remote identity recorded after the call")
     yield row(S.DELIVERING, Cmd.DELIVERED, [S.PENDING_READBACK], By.WORKER, "all calls made")
-    yield row(
-        S.PENDING_READBACK, Cmd.READBACK, [S.COMPLETED], By.WORKER, "every object read back"
-    )
+    yield row(S.PENDING_READBACK, Cmd.READBACK, [S.COMPLETED], By.WORKER, "every object read back")
     yield row(
         S.REVISION_PREPARED,
         Cmd.READBACK,
@@ -141,9 +139,7 @@ def _rows() -> Iterable[Transition]:
         yield row(src, Cmd.REINSPECT, [S.OBSERVING], By.OPERATOR, "gather fresh evidence")
     yield row(S.READY_FOR_REVIEW, Cmd.ACKNOWLEDGE, [S.CLOSED], By.OPERATOR, "read and closed")
     yield row(S.EXCEPTION, Cmd.RESOLVE, [S.OBSERVING], By.OPERATOR, "corrective input given")
-    yield row(
-        S.EXHAUSTED, Cmd.RESUME, _DELIVERY_WORK, By.OPERATOR, "a new, recorded retry budget"
-    )
+    yield row(S.EXHAUSTED, Cmd.RESUME, _DELIVERY_WORK, By.OPERATOR, "a new, recorded retry budget")
     for src in sorted(STOP_STATES):
         yield row(src, Cmd.CLOSE, [S.CLOSED], By.OPERATOR, "closed by an operator")
     for src in sorted(DELIVERED_STATES):

@@ -1,0 +1,215 @@
+"""Shared helpers for the benchmark: config, rows, PostgreSQL databases, subprocesses.
+
+A *row generator* is a function ``rows(cfg: BenchConfig) -> Iterator[Row]``. Every scenario
+(raw loops, peers, and later stopline itself) yields rows built with :func:`make_row`, so
+``run.py`` can print and store them uniformly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import os
+import queue as queue_mod
+import re
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+BENCH_DIR = Path(__file__).resolve().parent
+RESULTS_DIR = BENCH_DIR / "results"
+TMP_DIR = BENCH_DIR / ".tmp"
+
+Row = dict[str, Any]
+
+
+@dataclass
+class BenchConfig:
+    """Sizes and targets shared by every row generator."""
+
+    quick: bool = False
+    # raw lease loop: N items, each needing K steps (K committed state changes).
+    items: int = 1000
+    steps_per_item: int = 4
+    workers: tuple[int, ...] = (1, 2, 4)
+    sqlite_syncs: tuple[str, ...] = ("FULL", "NORMAL")
+    # peers: N no-op jobs to drain.
+    jobs: int = 2000
+    # hard limit for one scenario run in a subprocess (seconds)
+    scenario_timeout: float = 180.0
+    pg_admin_dsn: str = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
+    tmp_dir: Path = TMP_DIR
+    claim_cost: bool = False
+    claim_backlogs: tuple[int, ...] = (10**3, 10**5, 10**6)
+    claim_samples: int = 300
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def quick_config(cls) -> BenchConfig:
+        return cls(
+            quick=True,
+            items=200,
+            workers=(1, 2, 4),
+            jobs=300,
+            scenario_timeout=90.0,
+            claim_samples=100,
+        )
+
+
+def make_row(
+    *,
+    scenario: str,
+    store: str,
+    workers: int,
+    items: int,
+    ops: int,
+    unit: str,
+    seconds: float | None,
+    concurrency: int | None = None,
+    error: str | None = None,
+    **details: Any,
+) -> Row:
+    """One result row. ``unit`` is "steps" (lease-loop steps) or "jobs" (drained jobs)."""
+    rate = ops / seconds if (seconds and error is None) else None
+    return {
+        "scenario": scenario,
+        "store": store,
+        "workers": workers,
+        "concurrency": concurrency,
+        "items": items,
+        "ops": ops,
+        "unit": unit,
+        "seconds": round(seconds, 4) if seconds is not None else None,
+        "rate": round(rate, 1) if rate is not None else None,
+        "error": error,
+        "details": details,
+    }
+
+
+# --------------------------------------------------------------------------- PostgreSQL
+
+
+def dsn_for(admin_dsn: str, dbname: str) -> str:
+    """Replace the dbname in a key=value DSN."""
+    parts = [p for p in admin_dsn.split() if not p.startswith("dbname=")]
+    return " ".join([*parts, f"dbname={dbname}"])
+
+
+def url_for(admin_dsn: str, dbname: str, driver: str = "postgresql") -> str:
+    """A URL (for libraries that want one) pointing at ``dbname`` on the admin DSN's server."""
+    kv = dict(p.split("=", 1) for p in admin_dsn.split())
+    user = kv.get("user", "postgres")
+    pw = kv.get("password")
+    auth = f"{user}:{pw}" if pw else user
+    return f"{driver}://{auth}@{kv.get('host', '127.0.0.1')}:{kv.get('port', '5432')}/{dbname}"
+
+
+_counter = 0
+
+
+def unique_db_name(prefix: str) -> str:
+    global _counter
+    _counter += 1
+    safe = re.sub(r"[^a-z0-9_]", "_", prefix.lower())
+    return f"bench_{safe}_{os.getpid()}_{_counter}_{int(time.time() * 1000) % 100000}"
+
+
+def create_database(admin_dsn: str, name: str) -> None:
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+
+def drop_database(admin_dsn: str, name: str) -> None:
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+
+
+@contextlib.contextmanager
+def temp_database(admin_dsn: str, prefix: str) -> Iterator[str]:
+    """Create a fresh database, yield its name, drop it afterwards (even on error)."""
+    name = unique_db_name(prefix)
+    create_database(admin_dsn, name)
+    try:
+        yield name
+    finally:
+        drop_database(admin_dsn, name)
+
+
+def pg_info(admin_dsn: str) -> dict[str, Any]:
+    try:
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            out: dict[str, Any] = {}
+            for key in (
+                "server_version",
+                "synchronous_commit",
+                "fsync",
+                "wal_sync_method",
+                "shared_buffers",
+                "max_connections",
+            ):
+                out[key] = conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(key))).fetchone()[
+                    0
+                ]
+            return out
+    except Exception as exc:  # pragma: no cover - reported, not fatal
+        return {"error": repr(exc)}
+
+
+# --------------------------------------------------------------------------- SQLite files
+
+
+@contextlib.contextmanager
+def temp_sqlite_dir(cfg: BenchConfig, prefix: str) -> Iterator[Path]:
+    """A scratch folder on the real disk (not tmpfs), so fsync costs what it costs."""
+    cfg.tmp_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"{prefix}_", dir=cfg.tmp_dir) as d:
+        yield Path(d)
+
+
+# --------------------------------------------------------------------------- subprocesses
+
+
+def _child(target: Callable[..., Any], args: tuple[Any, ...], out: mp.Queue[Any]) -> None:
+    try:
+        out.put(("ok", target(*args)))
+    except BaseException as exc:
+        out.put(("error", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+
+
+def run_isolated(target: Callable[..., Any], args: tuple[Any, ...], timeout: float) -> Any:
+    """Run ``target(*args)`` in a fresh spawned interpreter and return its (picklable) result.
+
+    Raises ``RuntimeError`` with the child's error, or ``TimeoutError``.
+    """
+    ctx = mp.get_context("spawn")
+    out: mp.Queue[Any] = ctx.Queue()
+    proc = ctx.Process(target=_child, args=(target, args, out), daemon=True)
+    proc.start()
+    try:
+        msg = out.get(timeout=timeout)
+    except queue_mod.Empty:
+        proc.kill()
+        proc.join(5)
+        raise TimeoutError(f"scenario did not finish within {timeout:.0f}s") from None
+    proc.join(30)
+    if proc.is_alive():
+        proc.kill()
+        proc.join(5)
+    if msg[0] == "error":
+        raise RuntimeError(msg[1] + "\n" + msg[2])
+    return msg[1]
+
+
+def short_error(exc: BaseException) -> str:
+    """First line of an error, for the table; the full text goes into the JSON."""
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:160]

@@ -1,0 +1,248 @@
+"""Approval as a transition: bound to one proposal digest, its evidence, and its authority."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from .canonical import digest, format_time, parse_time
+from .commands import Approve, Edit, Execute, Reject
+from .decision import Decision, refused, zero_write
+from .reasons import Reason
+from .records import Item
+from .states import State
+from .step import OPERATOR, Context, lease_reasons, legal, operator_reasons, transition
+from .transitions import Cmd
+from .work import build_proposal
+
+S = State
+
+
+def evidence_fresh(proposal: Mapping[str, Any], now: datetime) -> bool:
+    """Every piece of evidence the proposal rests on is younger than the policy's maximum."""
+    limit = timedelta(seconds=float(proposal["max_evidence_age"]))
+    for ev in proposal.get("evidence", ()):
+        observed = ev.get("observed_at")
+        if observed is None or now - parse_time(observed) > limit:
+            return False
+    return True
+
+
+def approver_reasons(
+    ctx: Context, proposal: Mapping[str, Any], actor: str
+) -> tuple[list[str], str | None]:
+    """Why ``actor`` may not approve ``proposal`` now, and the role that would authorise it."""
+    known = ctx.actor(actor)
+    if known is None:
+        return [Reason.ACTOR_UNKNOWN], None
+    role = known.has_any(frozenset(proposal["required_roles"]))
+    reasons: list[str] = [] if role else [Reason.ACTOR_NOT_AUTHORIZED]
+    if proposal["separation_of_duties"] and actor in (proposal["proposer"], proposal["edited_by"]):
+        reasons.append(Reason.SELF_APPROVAL)
+    return reasons, role
+
+
+def decide_approve(item: Item, command: Approve, ctx: Context) -> Decision:
+    reasons = legal(item, Cmd.APPROVE, S.AWAITING_APPROVAL)
+    proposal = item.doc("proposal")
+    if proposal is None:
+        return refused(item, [*reasons, Reason.NO_PROPOSAL, *approver_gate(ctx, command.actor)])
+    if command.digest != proposal["digest"]:
+        reasons.append(Reason.PROPOSAL_DIGEST_MISMATCH)
+    who, role = approver_reasons(ctx, proposal, command.actor)
+    reasons += who
+    if not evidence_fresh(proposal, ctx.now):
+        reasons.append(Reason.EVIDENCE_STALE)
+    if reasons:
+        return refused(item, reasons)
+    approvals = [dict(a) for a in proposal["approvals"]]
+    if any(a["actor"] == command.actor for a in approvals):
+        return zero_write(item, [Reason.ALREADY_APPROVED])
+    approvals.append(
+        {
+            "actor": command.actor,
+            "at": format_time(ctx.now),
+            "digest": proposal["digest"],
+            "role": role,
+            "policy_version": proposal["policy_version"],
+        }
+    )
+    enough = len(approvals) >= int(proposal["required_approvals"])
+    target = S.APPROVED if enough else S.AWAITING_APPROVAL
+    data: dict[str, Any] = {"proposal": {**proposal, "approvals": approvals}}
+    if enough:
+        data["step"] = {"state": S.APPROVED.value, "since": format_time(ctx.now)}
+    return transition(
+        item,
+        Cmd.APPROVE,
+        target,
+        ctx,
+        actor=command.actor,
+        data=data,
+        digests={"proposal": proposal["digest"]},
+        detail={
+            "role": role,
+            "policy_version": proposal["policy_version"],
+            "approvals": len(approvals),
+            "required": proposal["required_approvals"],
+        },
+    )
+
+
+def approver_gate(ctx: Context, actor: str) -> list[str]:
+    return [Reason.ACTOR_UNKNOWN] if ctx.actor(actor) is None else []
+
+
+def decide_reject(item: Item, command: Reject, ctx: Context) -> Decision:
+    target = S.CLASSIFIED if command.send_back else S.CLOSED
+    reasons = legal(item, Cmd.REJECT, target)
+    proposal = item.doc("proposal")
+    if proposal is None:
+        reasons.append(Reason.NO_PROPOSAL)
+    elif command.digest is not None and command.digest != proposal["digest"]:
+        reasons.append(Reason.PROPOSAL_DIGEST_MISMATCH)
+    known = ctx.actor(command.actor)
+    if known is None:
+        reasons.append(Reason.ACTOR_UNKNOWN)
+    else:
+        roles = {OPERATOR, *(proposal["required_roles"] if proposal else ())}
+        if known.has_any(frozenset(roles)) is None:
+            reasons.append(Reason.ACTOR_NOT_AUTHORIZED)
+    if not command.reason.strip():
+        reasons.append(Reason.INVALID_INPUT)
+    if reasons:
+        return refused(item, reasons)
+    assert proposal is not None
+    rejection = {
+        "actor": command.actor,
+        "at": format_time(ctx.now),
+        "reason": command.reason,
+        "digest": proposal["digest"],
+        "returned": command.send_back,
+    }
+    data: dict[str, Any] = {"rejection": rejection, "proposal": None}
+    if command.send_back:
+        data["step"] = {"state": S.CLASSIFIED.value, "since": format_time(ctx.now)}
+    return transition(
+        item,
+        Cmd.REJECT,
+        target,
+        ctx,
+        actor=command.actor,
+        data=data,
+        digests={"proposal": proposal["digest"]},
+        detail={
+            "reason": command.reason,
+            "returned": command.send_back,
+            "voided_approvals": [a["actor"] for a in proposal["approvals"]],
+        },
+    )
+
+
+def decide_edit(item: Item, command: Edit, ctx: Context) -> Decision:
+    reasons = legal(item, Cmd.EDIT, S.AWAITING_APPROVAL) + operator_reasons(ctx, command)
+    proposal = item.doc("proposal")
+    if proposal is None:
+        reasons.append(Reason.NO_PROPOSAL)
+    if reasons:
+        return refused(item, reasons)
+    assert proposal is not None
+    new = build_proposal(
+        item,
+        ctx,
+        action=proposal["action"],
+        target=proposal["target"],
+        params=command.params,
+        rationale=proposal["rationale"],
+        proposer=proposal["proposer"],
+        edited_by=command.actor,
+        previous_digest=proposal["digest"],
+    )
+    # The evidence the proposal rests on does not change with an edit of its parameters.
+    new_body = {**new, "evidence": proposal["evidence"]}
+    new_body.pop("digest")
+    new_body.pop("approvals")
+
+    new = {**new_body, "digest": digest(new_body), "approvals": []}
+    if new["digest"] == proposal["digest"]:
+        return zero_write(item, [])
+    return transition(
+        item,
+        Cmd.EDIT,
+        S.AWAITING_APPROVAL,
+        ctx,
+        actor=command.actor,
+        data={"proposal": new, "previous_proposal": proposal},
+        digests={"proposal": new["digest"], "previous": proposal["digest"]},
+        detail={"voided_approvals": [a["actor"] for a in proposal["approvals"]]},
+    )
+
+
+def authority_now(item: Item, ctx: Context) -> tuple[list[str], list[dict[str, Any]]]:
+    """Re-check, at execution time, every approval of the current proposal.
+
+    Returns the reasons authority fails and the approvals that still hold.
+    """
+    proposal = item.doc("proposal")
+    if proposal is None:
+        return [Reason.NO_PROPOSAL], []
+    reasons: list[str] = []
+    valid: list[dict[str, Any]] = []
+    for approval in proposal["approvals"]:
+        if approval["digest"] != proposal["digest"]:
+            reasons.append(Reason.PROPOSAL_DIGEST_MISMATCH)
+            continue
+        who, _ = approver_reasons(ctx, proposal, approval["actor"])
+        if who:
+            reasons += who
+            continue
+        valid.append(dict(approval))
+    if len({a["actor"] for a in valid}) < int(proposal["required_approvals"]):
+        reasons.append(Reason.APPROVALS_MISSING)
+    if not evidence_fresh(proposal, ctx.now):
+        reasons.append(Reason.EVIDENCE_STALE)
+        valid = []
+    return list(dict.fromkeys(reasons)), valid
+
+
+def decide_execute(item: Item, command: Execute, ctx: Context) -> Decision:
+    reasons = lease_reasons(item, command, ctx.now)
+    if item.state is not S.APPROVED:
+        reasons.insert(0, Reason.ILLEGAL_TRANSITION)
+    if reasons:
+        return refused(item, reasons)
+    failing, valid = authority_now(item, ctx)
+    proposal = item.doc("proposal")
+    if failing:
+        data: dict[str, Any] = {}
+        if proposal is not None:
+            data["proposal"] = {**proposal, "approvals": valid}
+        return transition(
+            item,
+            Cmd.RECHECK_FAILED,
+            S.AWAITING_APPROVAL,
+            ctx,
+            actor=command.worker,
+            data=data,
+            reasons=tuple(failing),
+            digests={"proposal": proposal["digest"] if proposal else None},
+            detail={
+                "voided_approvals": [
+                    a["actor"]
+                    for a in (proposal or {}).get("approvals", ())
+                    if a["actor"] not in {v["actor"] for v in valid}
+                ]
+            },
+        )
+    assert proposal is not None
+    return transition(
+        item,
+        Cmd.EXECUTE,
+        S.DELIVERING,
+        ctx,
+        actor=command.worker,
+        data={"step": {"state": S.DELIVERING.value, "since": format_time(ctx.now)}, "staged": None},
+        digests={"proposal": proposal["digest"]},
+        detail={"approvers": [a["actor"] for a in valid]},
+    )

@@ -1,0 +1,250 @@
+"""Commands: one frozen dataclass per operation, the input of ``decide()``.
+
+Worker commands name the worker and the fencing token of its lease; operator commands name
+the actor. A command's ``to_plain()`` is what an idempotency key is bound to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+from .artifacts import Artifact
+from .transitions import Cmd
+
+
+@dataclass(frozen=True)
+class Command:
+    name: ClassVar[str] = ""
+
+    def to_plain(self) -> dict[str, Any]:
+        return {"command": self.name, **asdict(self)}
+
+
+# --- the scheduler and the sweeper -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Discover(Command):
+    name: ClassVar[str] = Cmd.DISCOVER
+    item_id: str
+    automation: str
+    key: str
+    input: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Expire(Command):
+    """A step whose lease ran out with no outcome: exhaust it or fail the revision."""
+
+    name: ClassVar[str] = "expire"
+    sweeper: str = "sweeper"
+
+
+# --- workers -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WorkerCommand(Command):
+    worker: str
+    token: int
+
+
+@dataclass(frozen=True)
+class Observe(WorkerCommand):
+    name: ClassVar[str] = Cmd.OBSERVE
+    evidence: Mapping[str, Any]
+    observed_at: datetime
+    classification: Any = None
+
+
+@dataclass(frozen=True)
+class Propose(WorkerCommand):
+    name: ClassVar[str] = Cmd.PROPOSE
+    action: str
+    target: str
+    params: Mapping[str, Any]
+    rationale: str = ""
+
+
+@dataclass(frozen=True)
+class Report(WorkerCommand):
+    name: ClassVar[str] = Cmd.REPORT
+    report: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class NeedsEyes(WorkerCommand):
+    name: ClassVar[str] = Cmd.NEEDS_EYES
+    owner: str
+    why: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Failure(WorkerCommand):
+    name: ClassVar[str] = "failure"
+    failure_class: str
+    message: str
+    retryable: bool
+    jitter_sample: float = 0.0
+
+
+@dataclass(frozen=True)
+class Execute(WorkerCommand):
+    """Re-check authority just before the approved action runs."""
+
+    name: ClassVar[str] = Cmd.EXECUTE
+
+
+@dataclass(frozen=True)
+class QAResult:
+    passed: bool
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Stage(WorkerCommand):
+    """Artifacts rendered by the execute (or revise) hook, with their QA evidence."""
+
+    name: ClassVar[str] = Cmd.STAGE
+    artifacts: tuple[Artifact, ...]
+    qa: Mapping[str, QAResult]
+    result: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Intent(WorkerCommand):
+    name: ClassVar[str] = Cmd.INTENT
+    key: str
+    operation: str  # "create" or "update"
+    idempotency_key: str
+
+
+@dataclass(frozen=True)
+class Bind(WorkerCommand):
+    name: ClassVar[str] = Cmd.BIND
+    key: str
+    operation: str  # "create", "update" or "found"
+    remote_id: str
+    remote_version: str
+
+
+@dataclass(frozen=True)
+class Delivered(WorkerCommand):
+    name: ClassVar[str] = Cmd.DELIVERED
+    result: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Observed:
+    """One artifact as read back: ``None`` hash means the object is missing."""
+
+    readback_hash: str | None
+    version: str = ""
+    diff: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReadBack(WorkerCommand):
+    name: ClassVar[str] = Cmd.READBACK
+    readbacks: Mapping[str, Observed]
+
+
+# --- people ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ActorCommand(Command):
+    actor: str
+
+
+@dataclass(frozen=True)
+class Approve(ActorCommand):
+    name: ClassVar[str] = Cmd.APPROVE
+    digest: str
+
+
+@dataclass(frozen=True)
+class Reject(ActorCommand):
+    name: ClassVar[str] = Cmd.REJECT
+    reason: str
+    send_back: bool = False
+    digest: str | None = None
+
+
+@dataclass(frozen=True)
+class Edit(ActorCommand):
+    name: ClassVar[str] = Cmd.EDIT
+    params: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Reinspect(ActorCommand):
+    name: ClassVar[str] = Cmd.REINSPECT
+    reason: str
+
+
+@dataclass(frozen=True)
+class Acknowledge(ActorCommand):
+    name: ClassVar[str] = Cmd.ACKNOWLEDGE
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Resolve(ActorCommand):
+    name: ClassVar[str] = Cmd.RESOLVE
+    reason: str
+    input: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Resume(ActorCommand):
+    name: ClassVar[str] = Cmd.RESUME
+    reason: str
+    attempts: int | None = None
+
+
+@dataclass(frozen=True)
+class Close(ActorCommand):
+    name: ClassVar[str] = Cmd.CLOSE
+    reason: str
+
+
+@dataclass(frozen=True)
+class Finalize(Command):
+    name: ClassVar[str] = Cmd.FINALIZE
+
+
+@dataclass(frozen=True)
+class Revise(ActorCommand):
+    name: ClassVar[str] = Cmd.REVISE
+    reason: str
+    artifacts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Review(ActorCommand):
+    name: ClassVar[str] = Cmd.REVIEW
+    packet: str
+    verdict: str  # "approve" or "reject"
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Publish(ActorCommand):
+    name: ClassVar[str] = Cmd.PUBLISH
+    packet: str
+    signal: str = ""
+
+
+@dataclass(frozen=True)
+class Reconcile(ActorCommand):
+    """Bind a remote object found by its key; ``found`` is what the shell's lookup saw."""
+
+    name: ClassVar[str] = Cmd.RECONCILE
+    key: str
+    found: Observed | None = None
+    remote_id: str = ""

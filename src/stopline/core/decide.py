@@ -1,0 +1,90 @@
+"""``decide()``: (item, command, context) -> decision. Pure: no clock, no IO, no randomness."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from . import approval, delivery, operator, revision, work
+from .commands import (
+    Acknowledge,
+    Approve,
+    Bind,
+    Close,
+    Command,
+    Delivered,
+    Discover,
+    Edit,
+    Execute,
+    Expire,
+    Failure,
+    Finalize,
+    Intent,
+    NeedsEyes,
+    Observe,
+    Propose,
+    Publish,
+    ReadBack,
+    Reconcile,
+    Reinspect,
+    Reject,
+    Report,
+    Resolve,
+    Resume,
+    Review,
+    Revise,
+    Stage,
+)
+from .decision import Decision, refused, zero_write
+from .reasons import Reason
+from .records import Item
+from .step import Context
+
+Handler = Callable[[Item, Any, Context], Decision]
+
+HANDLERS: dict[type[Command], Handler] = {
+    Observe: work.decide_observe,
+    Propose: work.decide_propose,
+    Report: work.decide_report,
+    NeedsEyes: work.decide_needs_eyes,
+    Failure: work.decide_failure,
+    Expire: work.decide_expire,
+    Execute: approval.decide_execute,
+    Approve: approval.decide_approve,
+    Reject: approval.decide_reject,
+    Edit: approval.decide_edit,
+    Reinspect: operator.decide_reinspect,
+    Acknowledge: operator.decide_acknowledge,
+    Resolve: operator.decide_resolve,
+    Resume: operator.decide_resume,
+    Close: operator.decide_close,
+    Finalize: operator.decide_finalize,
+    Stage: delivery.decide_stage,
+    Intent: delivery.decide_intent,
+    Bind: delivery.decide_bind,
+    Delivered: delivery.decide_delivered,
+    ReadBack: delivery.decide_readback,
+    Review: delivery.decide_review,
+    Publish: delivery.decide_publish,
+    Reconcile: delivery.decide_reconcile,
+    Revise: revision.decide_revise,
+}
+
+
+def decide(item: Item | None, command: Command, ctx: Context) -> Decision:
+    """Turn an item record, a command and its context into a decision.
+
+    ``item`` is ``None`` only for :class:`Discover` (or when the named item does not exist,
+    which is refused ``unknown_item``). The decision says what to write; it writes nothing.
+    """
+    if isinstance(command, Discover):
+        if item is not None:
+            # Re-discovery of an existing key is a no-op, never a reset.
+            return zero_write(item, [])
+        return work.decide_discover(command, ctx)
+    if item is None:
+        return refused(None, [Reason.UNKNOWN_ITEM])
+    handler = HANDLERS.get(type(command))
+    if handler is None:
+        return refused(item, [Reason.ILLEGAL_TRANSITION])
+    return handler(item, command, ctx)

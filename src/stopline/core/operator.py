@@ -1,0 +1,171 @@
+"""Commands by which people move stopped items: the only way out of a stop state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .canonical import digest, format_time
+from .commands import Acknowledge, Close, Finalize, Reinspect, Resolve, Resume
+from .decision import Decision, refused, zero_write
+from .reasons import Reason
+from .records import Item
+from .states import DELIVERED_STATES, State
+from .step import Context, legal, operator_reasons, policy_of, transition
+from .transitions import Cmd
+
+S = State
+
+
+def _reason_required(reason: str) -> list[str]:
+    return [] if reason.strip() else [Reason.INVALID_INPUT]
+
+
+def _voided(item: Item) -> list[str]:
+    proposal = item.doc("proposal")
+    return [a["actor"] for a in proposal["approvals"]] if proposal else []
+
+
+def decide_reinspect(item: Item, command: Reinspect, ctx: Context) -> Decision:
+    reasons = legal(item, Cmd.REINSPECT, S.OBSERVING) + operator_reasons(ctx, command)
+    reasons += _reason_required(command.reason)
+    if reasons:
+        return refused(item, reasons)
+    proposal = item.doc("proposal")
+    return transition(
+        item,
+        Cmd.REINSPECT,
+        S.OBSERVING,
+        ctx,
+        actor=command.actor,
+        data={
+            "proposal": None,
+            "previous_proposal": proposal,
+            "report": None,
+            "exception": None,
+            "reinspect": {
+                "actor": command.actor,
+                "reason": command.reason,
+                "at": format_time(ctx.now),
+            },
+            "step": {"state": S.OBSERVING.value, "since": format_time(ctx.now)},
+        },
+        digests={"proposal": proposal["digest"] if proposal else None},
+        detail={"reason": command.reason, "voided_approvals": _voided(item)},
+    )
+
+
+def decide_acknowledge(item: Item, command: Acknowledge, ctx: Context) -> Decision:
+    reasons = legal(item, Cmd.ACKNOWLEDGE, S.CLOSED) + operator_reasons(ctx, command)
+    if reasons:
+        return refused(item, reasons)
+    report = item.doc("report") or {}
+    return transition(
+        item,
+        Cmd.ACKNOWLEDGE,
+        S.CLOSED,
+        ctx,
+        actor=command.actor,
+        data={
+            "closure": {"actor": command.actor, "how": "acknowledged", "at": format_time(ctx.now)}
+        },
+        digests={"report": report.get("digest")},
+        detail={"reason": command.reason},
+    )
+
+
+def decide_resolve(item: Item, command: Resolve, ctx: Context) -> Decision:
+    reasons = legal(item, Cmd.RESOLVE, S.OBSERVING) + operator_reasons(ctx, command)
+    reasons += _reason_required(command.reason)
+    if reasons:
+        return refused(item, reasons)
+    resolution = {
+        "actor": command.actor,
+        "reason": command.reason,
+        "input": command.input,
+        "at": format_time(ctx.now),
+    }
+    return transition(
+        item,
+        Cmd.RESOLVE,
+        S.OBSERVING,
+        ctx,
+        actor=command.actor,
+        data={
+            "corrective_input": resolution,
+            "exception": None,
+            "previous_exception": item.doc("exception"),
+            "step": {"state": S.OBSERVING.value, "since": format_time(ctx.now)},
+        },
+        digests={"input": digest(command.input)},
+        detail={"reason": command.reason},
+    )
+
+
+def decide_resume(item: Item, command: Resume, ctx: Context) -> Decision:
+    policy = policy_of(ctx)
+    resume_state = item.doc("resume_state")
+    target = State(resume_state) if resume_state in {s.value for s in S} else S.OBSERVING
+    reasons = legal(item, Cmd.RESUME, target) + operator_reasons(ctx, command)
+    reasons += _reason_required(command.reason)
+    granted = command.attempts if command.attempts is not None else policy.retry.max_attempts
+    if granted < 1:
+        reasons.append(Reason.INVALID_INPUT)
+    if granted > policy.retry.resume_cap:
+        reasons.append(Reason.RESUME_CAP)
+    if reasons:
+        return refused(item, reasons)
+    grant: dict[str, Any] = {
+        "actor": command.actor,
+        "reason": command.reason,
+        "attempts": granted,
+        "at": format_time(ctx.now),
+        "state": target.value,
+    }
+    grants = [*(item.doc("grants") or ()), grant]
+    return transition(
+        item,
+        Cmd.RESUME,
+        target,
+        ctx,
+        actor=command.actor,
+        budget=granted,
+        data={
+            "grants": grants,
+            "previous_account": item.doc("account"),
+            "account": None,
+            "resume_state": None,
+            "step": {"state": target.value, "since": format_time(ctx.now)},
+        },
+        detail=grant,
+    )
+
+
+def decide_close(item: Item, command: Close, ctx: Context) -> Decision:
+    reasons = legal(item, Cmd.CLOSE, S.CLOSED) + operator_reasons(ctx, command)
+    reasons += _reason_required(command.reason)
+    if reasons:
+        return refused(item, reasons)
+    return transition(
+        item,
+        Cmd.CLOSE,
+        S.CLOSED,
+        ctx,
+        actor=command.actor,
+        data={
+            "closure": {
+                "actor": command.actor,
+                "how": "closed",
+                "reason": command.reason,
+                "from": item.state.value,
+                "at": format_time(ctx.now),
+            }
+        },
+        detail={"reason": command.reason, "voided_approvals": _voided(item)},
+    )
+
+
+def decide_finalize(item: Item, command: Finalize, ctx: Context) -> Decision:
+    """Idempotent completion: a completed item is left exactly as it is."""
+    if item.state in DELIVERED_STATES:
+        return zero_write(item, [Reason.ALREADY_COMPLETED])
+    return refused(item, [Reason.NOT_COMPLETED])

@@ -1,0 +1,193 @@
+"""Policies an automation declares, in the serialisable form the core reasons with.
+
+Everything here is data: the runtime stores an automation's policy in the database, so a CLI
+command run without the automation's code still sees the same rules. The ``version`` of a
+policy is the digest of its plain form; approvals record the version they were given under.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from .canonical import digest
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how soon a failing step is tried again.
+
+    ``max_attempts`` counts every claim of the step, including one whose worker died.
+    The delay before attempt ``n + 1`` is ``min(base_delay * backoff ** (n - 1), max_delay)``,
+    spread by up to ``jitter`` of itself (a fraction; the sample is drawn by the worker and
+    passed in). ``resume_cap`` is the most attempts an operator's ``resume`` may grant.
+    """
+
+    max_attempts: int = 3
+    base_delay: float = 1.0
+    backoff: float = 2.0
+    max_delay: float = 300.0
+    jitter: float = 0.0
+    resume_cap: int = 10
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        if self.base_delay < 0 or self.max_delay < 0 or self.backoff < 1:
+            raise ValueError("delays must be >= 0 and backoff >= 1")
+        if not 0 <= self.jitter <= 1:
+            raise ValueError("jitter is a fraction between 0 and 1")
+        if self.resume_cap < 1:
+            raise ValueError("resume_cap must be at least 1")
+
+    def delay(self, attempt: int, jitter_sample: float = 0.0) -> timedelta:
+        """The wait after failed attempt number ``attempt`` (1-based)."""
+        base = min(self.base_delay * self.backoff ** max(attempt - 1, 0), self.max_delay)
+        spread = base * self.jitter * min(max(jitter_sample, 0.0), 1.0)
+        return timedelta(seconds=base + spread)
+
+    def to_plain(self) -> dict[str, Any]:
+        return {
+            "max_attempts": self.max_attempts,
+            "base_delay": self.base_delay,
+            "backoff": self.backoff,
+            "max_delay": self.max_delay,
+            "jitter": self.jitter,
+            "resume_cap": self.resume_cap,
+        }
+
+    @classmethod
+    def from_plain(cls, doc: Mapping[str, Any]) -> RetryPolicy:
+        return cls(**dict(doc))
+
+
+@dataclass(frozen=True)
+class ApprovalRule:
+    """Who must approve one kind of action, and on how fresh evidence.
+
+    ``approvals`` distinct actors, each holding one of ``roles``, must approve the same
+    proposal digest while its evidence is younger than ``max_evidence_age`` seconds. With
+    ``separation_of_duties`` the proposer and the last editor may not approve. ``approvals=0``
+    means the action needs no approval at all.
+    """
+
+    roles: tuple[str, ...] = ("approver",)
+    approvals: int = 1
+    max_evidence_age: float = 3600.0
+    separation_of_duties: bool = True
+
+    def __post_init__(self) -> None:
+        if self.approvals < 0:
+            raise ValueError("approvals must be >= 0")
+        if self.approvals > 0 and not self.roles:
+            raise ValueError("an action that needs approval needs at least one role")
+        if self.max_evidence_age <= 0:
+            raise ValueError("max_evidence_age must be positive")
+
+    def to_plain(self) -> dict[str, Any]:
+        return {
+            "roles": sorted(self.roles),
+            "approvals": self.approvals,
+            "max_evidence_age": self.max_evidence_age,
+            "separation_of_duties": self.separation_of_duties,
+        }
+
+    @classmethod
+    def from_plain(cls, doc: Mapping[str, Any]) -> ApprovalRule:
+        return cls(
+            roles=tuple(doc["roles"]),
+            approvals=int(doc["approvals"]),
+            max_evidence_age=float(doc["max_evidence_age"]),
+            separation_of_duties=bool(doc["separation_of_duties"]),
+        )
+
+
+@dataclass(frozen=True)
+class ApprovalPolicy:
+    """Approval rules by action kind. An action without a rule uses ``default``."""
+
+    rules: Mapping[str, ApprovalRule] = field(default_factory=dict)
+    default: ApprovalRule = field(default_factory=ApprovalRule)
+
+    def rule(self, action: str) -> ApprovalRule:
+        return self.rules.get(action, self.default)
+
+    def to_plain(self) -> dict[str, Any]:
+        return {
+            "rules": {k: v.to_plain() for k, v in sorted(self.rules.items())},
+            "default": self.default.to_plain(),
+        }
+
+    @property
+    def version(self) -> str:
+        return digest(self.to_plain())[:16]
+
+    @classmethod
+    def from_plain(cls, doc: Mapping[str, Any]) -> ApprovalPolicy:
+        return cls(
+            rules={k: ApprovalRule.from_plain(v) for k, v in doc["rules"].items()},
+            default=ApprovalRule.from_plain(doc["default"]),
+        )
+
+
+DRAFT = "draft"
+PUBLISH = "publish"
+
+
+@dataclass(frozen=True)
+class DeliveryPolicy:
+    """``draft``: stopline never publishes. ``publish``: publication is an approvable action
+    after the review packet is approved. ``revisable``: completed deliveries may be revised
+    while unpublished."""
+
+    mode: str = DRAFT
+    revisable: bool = True
+    publish_roles: tuple[str, ...] = ("publisher",)
+
+    def __post_init__(self) -> None:
+        if self.mode not in (DRAFT, PUBLISH):
+            raise ValueError(f"delivery mode must be {DRAFT!r} or {PUBLISH!r}")
+
+    def to_plain(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "revisable": self.revisable,
+            "publish_roles": sorted(self.publish_roles),
+        }
+
+    @classmethod
+    def from_plain(cls, doc: Mapping[str, Any]) -> DeliveryPolicy:
+        return cls(doc["mode"], bool(doc["revisable"]), tuple(doc["publish_roles"]))
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Everything the core needs to know about one automation."""
+
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    delivery: DeliveryPolicy = field(default_factory=DeliveryPolicy)
+    lease_seconds: float = 30.0
+
+    def to_plain(self) -> dict[str, Any]:
+        return {
+            "retry": self.retry.to_plain(),
+            "approval": self.approval.to_plain(),
+            "delivery": self.delivery.to_plain(),
+            "lease_seconds": self.lease_seconds,
+        }
+
+    @property
+    def version(self) -> str:
+        return digest(self.to_plain())[:16]
+
+    @classmethod
+    def from_plain(cls, doc: Mapping[str, Any]) -> Policy:
+        return cls(
+            retry=RetryPolicy.from_plain(doc["retry"]),
+            approval=ApprovalPolicy.from_plain(doc["approval"]),
+            delivery=DeliveryPolicy.from_plain(doc["delivery"]),
+            lease_seconds=float(doc["lease_seconds"]),
+        )

@@ -1,0 +1,161 @@
+"""The revision lifecycle of a completed delivery (seed 000).
+
+COMPLETED -> REVISION_PREPARED: an explicit request, checked against the completed source;
+REVISION_PREPARED -> REVISION_COMPLETED: bound objects updated and read back (the gate in
+``delivery``); REVISION_PREPARED -> REVISION_FAILED: failed delivery or expired lease;
+REVISION_FAILED -> REVISION_PREPARED: only with the same request.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .canonical import digest, format_time
+from .commands import Revise
+from .decision import Decision, refused
+from .reasons import Reason
+from .records import Item
+from .states import DELIVERED_STATES, State
+from .step import Context, legal, operator_reasons, policy_of, transition
+from .transitions import Cmd
+
+S = State
+
+
+def request_digest(
+    item: Item, reason: str, scope: list[str], source_seq: int, superseded: Any
+) -> str:
+    return digest(
+        {
+            "item": item.id,
+            "reason": reason,
+            "scope": sorted(scope),
+            "source_seq": source_seq,
+            "superseded": superseded,
+        }
+    )
+
+
+def superseded_bindings(item: Item, scope: list[str]) -> dict[str, Any]:
+    artifacts = {a["key"]: a for a in item.doc("artifacts") or ()}
+    return {
+        key: {
+            "content_hash": artifacts[key]["content_hash"],
+            "qa_hash": artifacts[key]["qa_hash"],
+            "remote_id": artifacts[key]["remote_id"],
+            "readback_hash": artifacts[key]["readback_hash"],
+        }
+        for key in scope
+        if key in artifacts
+    }
+
+
+def decide_revise(item: Item, command: Revise, ctx: Context) -> Decision:
+    policy = policy_of(ctx)
+    reasons = legal(item, Cmd.REVISE, S.REVISION_PREPARED) + operator_reasons(ctx, command)
+    if not command.reason.strip():
+        reasons.append(Reason.INVALID_INPUT)
+    scope = sorted(set(command.artifacts))
+    if item.state is S.REVISION_FAILED:
+        return _resume(item, command, ctx, reasons, scope)
+    artifacts = {a["key"]: a for a in item.doc("artifacts") or ()}
+    if item.state not in DELIVERED_STATES:
+        reasons.append(Reason.NOT_COMPLETED)
+    if not policy.delivery.revisable:
+        reasons.append(Reason.MODE_FORBIDS_REVISION)
+    if item.doc("publication"):
+        reasons.append(Reason.PUBLISHED)
+    if not scope or len(scope) != len(command.artifacts) or any(k not in artifacts for k in scope):
+        reasons.append(Reason.SCOPE_INVALID)
+    for key in scope:
+        record = artifacts.get(key)
+        if record is None:
+            continue
+        if not record.get("remote_id"):
+            reasons.append(Reason.ARTIFACT_NOT_BOUND)
+        if not record.get("readback_hash") or record["readback_hash"] != record["content_hash"]:
+            reasons.append(Reason.READBACK_UNVERIFIED)
+    packet = item.doc("review_packet")
+    seq = int(item.doc("delivery_seq") or 0)
+    if packet is None or packet["void"] or packet["delivery_seq"] != seq:
+        reasons.append(Reason.REVIEW_HEAD_MOVED)
+    review = item.doc("review")
+    if review is not None and review["packet"] != (packet or {}).get("digest"):
+        reasons.append(Reason.REVIEW_HEAD_MOVED)
+    revision = item.doc("revision")
+    if revision is not None and revision["state"] in (
+        S.REVISION_PREPARED.value,
+        S.REVISION_FAILED.value,
+    ):
+        reasons.append(Reason.REVISION_ACTIVE)
+    if reasons:
+        return refused(item, reasons)
+    assert packet is not None
+    superseded = superseded_bindings(item, scope)
+    request = request_digest(item, command.reason, scope, seq, superseded)
+    new_seq = seq + 1
+    new_revision = {
+        "sequence": new_seq,
+        "state": S.REVISION_PREPARED.value,
+        "request_digest": request,
+        "reason": command.reason,
+        "scope": scope,
+        "source_seq": seq,
+        "superseded": superseded,
+        "requested_by": command.actor,
+        "at": format_time(ctx.now),
+        "staged": False,
+    }
+    history = [*(item.doc("revisions") or ()), *([revision] if revision else [])]
+    return transition(
+        item,
+        Cmd.REVISE,
+        S.REVISION_PREPARED,
+        ctx,
+        actor=command.actor,
+        data={
+            "revision": new_revision,
+            "revisions": history,
+            "delivery_seq": new_seq,
+            "review_packet": {**packet, "void": True, "voided_by": request},
+            "review": None,
+            "previous_review": review,
+            "step": {"state": S.REVISION_PREPARED.value, "since": format_time(ctx.now)},
+        },
+        digests={"request": request, "voided_packet": packet["digest"]},
+        detail={"reason": command.reason, "scope": scope, "sequence": new_seq},
+    )
+
+
+def _resume(
+    item: Item, command: Revise, ctx: Context, reasons: list[str], scope: list[str]
+) -> Decision:
+    """Only the same request may take an unfinished revision up again."""
+    revision = dict(item.doc("revision") or {})
+    presented = request_digest(
+        item, command.reason, scope, revision.get("source_seq", -1), revision.get("superseded")
+    )
+    if presented != revision.get("request_digest"):
+        reasons.append(Reason.REQUEST_MISMATCH)
+    if item.doc("publication"):
+        reasons.append(Reason.PUBLISHED)
+    if reasons:
+        return refused(item, reasons)
+    revision["state"] = S.REVISION_PREPARED.value
+    revision["resumed"] = [
+        *revision.get("resumed", ()),
+        {"actor": command.actor, "at": format_time(ctx.now)},
+    ]
+    return transition(
+        item,
+        Cmd.REVISE,
+        S.REVISION_PREPARED,
+        ctx,
+        actor=command.actor,
+        data={
+            "revision": revision,
+            "step": {"state": S.REVISION_PREPARED.value, "since": format_time(ctx.now)},
+        },
+        digests={"request": presented},
+        detail={"resumed": True, "sequence": revision.get("sequence")},
+    )

@@ -1,0 +1,156 @@
+"""Shared building blocks of ``decide()``: the context, guards, and the applied transition."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any
+
+from .canonical import freeze
+from .commands import ActorCommand, WorkerCommand
+from .decision import Decision, Outcome, refused
+from .policy import Policy
+from .reasons import Reason
+from .records import Actor, Event, Item
+from .states import State
+from .transitions import By, Cmd, lookup
+
+OPERATOR = "operator"
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything ``decide()`` may know besides the item and the command."""
+
+    now: datetime
+    policy: Policy | None = None
+    actors: Mapping[str, Actor] = field(default_factory=dict)
+
+    def actor(self, name: str) -> Actor | None:
+        found = self.actors.get(name) if name else None
+        return found if found is not None and found.active else None
+
+
+def legal(item: Item, cmd: Cmd, target: State) -> list[str]:
+    row = lookup(item.state, cmd)
+    return [] if row is not None and target in row.targets else [Reason.ILLEGAL_TRANSITION]
+
+
+def legal_any(item: Item, cmd: Cmd) -> list[str]:
+    return [] if lookup(item.state, cmd) is not None else [Reason.ILLEGAL_TRANSITION]
+
+
+def lease_reasons(item: Item, command: WorkerCommand, now: datetime) -> list[str]:
+    """A worker's commit must name the current fencing token of a live lease it owns."""
+    if (
+        item.lease_owner != command.worker
+        or item.lease_token != command.token
+        or not item.lease_live(now)
+    ):
+        return [Reason.LEASE_LOST]
+    return []
+
+
+def actor_reasons(ctx: Context, name: str, roles: tuple[str, ...] | frozenset[str]) -> list[str]:
+    actor = ctx.actor(name)
+    if actor is None:
+        return [Reason.ACTOR_UNKNOWN]
+    if actor.has_any(roles) is None:
+        return [Reason.ACTOR_NOT_AUTHORIZED]
+    return []
+
+
+def operator_reasons(ctx: Context, command: ActorCommand) -> list[str]:
+    return actor_reasons(ctx, command.actor, (OPERATOR,))
+
+
+def policy_of(ctx: Context) -> Policy:
+    if ctx.policy is None:
+        raise ValueError("this command needs the automation's policy")
+    return ctx.policy
+
+
+def transition(
+    item: Item,
+    cmd: Cmd,
+    target: State,
+    ctx: Context,
+    *,
+    actor: str,
+    by: By | None = None,
+    data: Mapping[str, Any] | None = None,
+    digests: Mapping[str, Any] | None = None,
+    detail: Mapping[str, Any] | None = None,
+    reasons: tuple[str, ...] = (),
+    keep_lease: bool = False,
+    budget: int | None = None,
+    next_eligible_at: datetime | None = None,
+    attempt_entry: Mapping[str, Any] | None = None,
+) -> Decision:
+    """An applied decision: the new item and its one event, hash-chained to the last one.
+
+    Entering a different work state starts a new step: its attempt count starts at zero with
+    ``budget`` attempts (the policy's by default). Leaving a step releases the lease unless
+    ``keep_lease`` (the step continues under the same claim).
+    """
+    row = lookup(item.state, cmd)
+    assert row is not None and target in row.targets, f"{item.state} --{cmd}--> {target}"
+    new_data = item.data
+    if data:
+        merged = dict(item.data)
+        for k, v in data.items():
+            if v is None:
+                merged.pop(k, None)
+            else:
+                merged[k] = freeze(v)
+        new_data = MappingProxyType(merged)
+    attempts, max_attempts = item.attempts, item.max_attempts
+    if target.is_work and target != item.state:
+        attempts = 0
+        max_attempts = budget if budget is not None else policy_of(ctx).retry.max_attempts
+    elif budget is not None:
+        max_attempts = budget
+    log = item.attempt_log
+    if attempt_entry is not None:
+        log = (*log, freeze(dict(attempt_entry)))
+    released = not keep_lease
+    event = Event(
+        item_id=item.id,
+        seq=item.seq + 1,
+        at=ctx.now,
+        command=cmd.value,
+        actor=actor,
+        from_state=item.state,
+        to_state=target,
+        reasons=reasons,
+        digests=freeze(dict(digests or {})),
+        detail=freeze(dict(detail or {})),
+        prev_hash=item.head,
+    )
+    event = replace(event, hash=event.computed_hash())
+    after = replace(
+        item,
+        state=target,
+        version=item.version + 1,
+        seq=event.seq,
+        head=event.hash,
+        updated_at=ctx.now,
+        attempts=attempts,
+        max_attempts=max_attempts,
+        next_eligible_at=next_eligible_at
+        or (ctx.now if target != item.state else item.next_eligible_at),
+        lease_owner=None if released else item.lease_owner,
+        lease_expires_at=None if released else item.lease_expires_at,
+        claimed_at=None if released else item.claimed_at,
+        attempt_log=log,
+        data=new_data,
+    )
+    return Decision(
+        Outcome.APPLIED, reasons, item.id, target, before=item, after=after, event=event
+    )
+
+
+def refuse_if(item: Item, reasons: list[str]) -> Decision | None:
+    return refused(item, reasons) if reasons else None

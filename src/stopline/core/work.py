@@ -1,0 +1,355 @@
+"""Worker-side decisions: discovery, the steps of a work state, failures and expiry."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from .canonical import digest, format_time, freeze
+from .commands import Discover, Expire, Failure, NeedsEyes, Observe, Propose, Report
+from .decision import Decision, Outcome, refused
+from .reasons import Reason
+from .records import Event, Item
+from .states import State
+from .step import Context, lease_reasons, legal, policy_of, transition
+from .transitions import Cmd
+
+S = State
+
+
+def decide_discover(command: Discover, ctx: Context) -> Decision:
+    policy = policy_of(ctx)
+    reasons: list[str] = []
+    if not command.automation or not command.key:
+        reasons.append(Reason.INVALID_INPUT)
+    if reasons:
+        return refused(None, reasons, command.item_id)
+    event = Event(
+        item_id=command.item_id,
+        seq=1,
+        at=ctx.now,
+        command=Cmd.DISCOVER.value,
+        actor="scheduler",
+        from_state=None,
+        to_state=S.OBSERVING,
+        reasons=(),
+        digests={"input": digest(command.input)},
+        detail={"automation": command.automation, "key": command.key},
+        prev_hash="",
+    )
+    event = replace(event, hash=event.computed_hash())
+    item = Item(
+        id=command.item_id,
+        automation=command.automation,
+        key=command.key,
+        state=S.OBSERVING,
+        version=1,
+        seq=1,
+        head=event.hash,
+        created_at=ctx.now,
+        updated_at=ctx.now,
+        attempts=0,
+        max_attempts=policy.retry.max_attempts,
+        next_eligible_at=ctx.now,
+        data=freeze({"input": command.input, "step": _step(S.OBSERVING, ctx.now)}),
+    )
+    return Decision(Outcome.APPLIED, (), item.id, item.state, after=item, event=event)
+
+
+def _step(state: State, now: datetime) -> dict[str, Any]:
+    return {"state": state.value, "since": format_time(now)}
+
+
+def decide_observe(item: Item, command: Observe, ctx: Context) -> Decision:
+    reasons = legal(item, Cmd.OBSERVE, S.CLASSIFIED) + lease_reasons(item, command, ctx.now)
+    if reasons:
+        return refused(item, reasons)
+    evidence = {
+        "data": command.evidence,
+        "observed_at": format_time(command.observed_at),
+    }
+    evidence["digest"] = digest(evidence)
+    data: dict[str, Any] = {"evidence": evidence, "step": _step(S.CLASSIFIED, ctx.now)}
+    if command.classification is not None:
+        data["classification"] = command.classification
+    return transition(
+        item,
+        Cmd.OBSERVE,
+        S.CLASSIFIED,
+        ctx,
+        actor=command.worker,
+        data=data,
+        digests={"evidence": evidence["digest"]},
+        attempt_entry=_attempt(item, command.worker, ctx.now, "ok", "", "done"),
+    )
+
+
+def build_proposal(
+    item: Item,
+    ctx: Context,
+    *,
+    action: str,
+    target: str,
+    params: Any,
+    rationale: str,
+    proposer: str,
+    edited_by: str | None,
+    previous_digest: str | None,
+) -> dict[str, Any]:
+    """The proposal document; its digest covers everything but the approvals."""
+    policy = policy_of(ctx)
+    rule = policy.approval.rule(action)
+    evidence = item.doc("evidence") or {}
+    body: dict[str, Any] = {
+        "action": action,
+        "target": target,
+        "params": params,
+        "rationale": rationale,
+        "evidence": [{"digest": evidence.get("digest"), "observed_at": evidence.get("observed_at")}]
+        if evidence
+        else [],
+        "proposer": proposer,
+        "edited_by": edited_by,
+        "previous_digest": previous_digest,
+        "policy_version": policy.approval.version,
+        "required_roles": sorted(rule.roles),
+        "required_approvals": rule.approvals,
+        "max_evidence_age": rule.max_evidence_age,
+        "separation_of_duties": rule.separation_of_duties,
+    }
+    return {**body, "digest": digest(body), "approvals": []}
+
+
+def decide_propose(item: Item, command: Propose, ctx: Context) -> Decision:
+    proposal = build_proposal(
+        item,
+        ctx,
+        action=command.action,
+        target=command.target,
+        params=command.params,
+        rationale=command.rationale,
+        proposer=f"automation:{item.automation}",
+        edited_by=None,
+        previous_digest=None,
+    )
+    target = S.APPROVED if proposal["required_approvals"] == 0 else S.AWAITING_APPROVAL
+    reasons = legal(item, Cmd.PROPOSE, target) + lease_reasons(item, command, ctx.now)
+    if not command.action:
+        reasons.append(Reason.INVALID_INPUT)
+    if reasons:
+        return refused(item, reasons)
+    data: dict[str, Any] = {"proposal": proposal, "rejection": None}
+    if target.is_work:
+        data["step"] = _step(target, ctx.now)
+    return transition(
+        item,
+        Cmd.PROPOSE,
+        target,
+        ctx,
+        actor=command.worker,
+        data=data,
+        digests={"proposal": proposal["digest"]},
+        attempt_entry=_attempt(item, command.worker, ctx.now, "ok", "", "done"),
+    )
+
+
+def decide_report(item: Item, command: Report, ctx: Context) -> Decision:
+    reasons = legal(item, Cmd.REPORT, S.READY_FOR_REVIEW) + lease_reasons(item, command, ctx.now)
+    if reasons:
+        return refused(item, reasons)
+    report = {"data": command.report, "digest": digest(command.report), "at": format_time(ctx.now)}
+    return transition(
+        item,
+        Cmd.REPORT,
+        S.READY_FOR_REVIEW,
+        ctx,
+        actor=command.worker,
+        data={"report": report},
+        digests={"report": report["digest"]},
+        attempt_entry=_attempt(item, command.worker, ctx.now, "ok", "", "done"),
+    )
+
+
+def decide_needs_eyes(item: Item, command: NeedsEyes, ctx: Context) -> Decision:
+    reasons = legal(item, Cmd.NEEDS_EYES, S.EXCEPTION) + lease_reasons(item, command, ctx.now)
+    if not command.owner:
+        reasons.append(Reason.INVALID_INPUT)
+    if reasons:
+        return refused(item, reasons)
+    exc = {
+        "owner": command.owner,
+        "why": command.why,
+        "evidence": command.evidence,
+        "from_state": item.state.value,
+        "at": format_time(ctx.now),
+    }
+    return transition(
+        item,
+        Cmd.NEEDS_EYES,
+        S.EXCEPTION,
+        ctx,
+        actor=command.worker,
+        data={"exception": exc},
+        detail={"owner": command.owner, "why": command.why},
+        attempt_entry=_attempt(item, command.worker, ctx.now, "needs_eyes", command.why, "stopped"),
+    )
+
+
+def _attempt(
+    item: Item, worker: str, now: datetime, cls: str, message: str, outcome: str
+) -> dict[str, Any]:
+    return {
+        "attempt": item.attempts,
+        "state": item.state.value,
+        "claimed_at": None if item.claimed_at is None else format_time(item.claimed_at),
+        "at": format_time(now),
+        "worker": worker,
+        "class": cls,
+        "message": message[:500],
+        "outcome": outcome,
+    }
+
+
+def account(item: Item, last: dict[str, Any] | None, now: datetime) -> dict[str, Any]:
+    """The compact account an exhausted item carries."""
+    step = item.doc("step") or {}
+    since = step.get("since", "")
+    entries = [dict(e) for e in item.attempt_log if e.get("state") == item.state.value]
+    entries = [e for e in entries if (e.get("claimed_at") or e.get("at") or "") >= since]
+    if last is not None:
+        entries.append(last)
+    last_error = next(
+        ({"class": e["class"], "message": e["message"]} for e in reversed(entries)), None
+    )
+    evidence = item.doc("evidence") or {}
+    return {
+        "state": item.state.value,
+        "attempts": entries,
+        "attempt_count": item.attempts,
+        "max_attempts": item.max_attempts,
+        "last_error": last_error,
+        "last_evidence_digest": evidence.get("digest"),
+        "exhausted_at": format_time(now),
+        "resume": {
+            "condition": "an operator grants a new budget once the cause is fixed",
+            "command": f"stopline resume {item.id} --actor ACTOR --reason REASON",
+        },
+    }
+
+
+def decide_failure(item: Item, command: Failure, ctx: Context) -> Decision:
+    reasons = lease_reasons(item, command, ctx.now)
+    if not item.state.is_work:
+        reasons.insert(0, Reason.ILLEGAL_TRANSITION)
+    if reasons:
+        return refused(item, reasons)
+    policy = policy_of(ctx)
+    failure = {"class": command.failure_class, "message": command.message[:500]}
+    if item.state is S.REVISION_PREPARED:
+        entry = _attempt(
+            item, command.worker, ctx.now, command.failure_class, command.message, "revision_failed"
+        )
+        return _revision_failed(item, ctx, command.worker, (command.failure_class,), failure, entry)
+    if not command.retryable:
+        entry = _attempt(
+            item, command.worker, ctx.now, command.failure_class, command.message, "failed"
+        )
+        return transition(
+            item,
+            Cmd.FAIL,
+            S.FAILED,
+            ctx,
+            actor=command.worker,
+            data={"failure": {**failure, "state": item.state.value, "at": format_time(ctx.now)}},
+            detail=failure,
+            attempt_entry=entry,
+        )
+    if item.attempts >= item.max_attempts:
+        entry = _attempt(
+            item, command.worker, ctx.now, command.failure_class, command.message, "exhausted"
+        )
+        return transition(
+            item,
+            Cmd.EXHAUST,
+            S.EXHAUSTED,
+            ctx,
+            actor=command.worker,
+            data={"account": account(item, entry, ctx.now), "resume_state": item.state.value},
+            reasons=(Reason.RETRY_BUDGET_EXHAUSTED,),
+            detail=failure,
+            attempt_entry=entry,
+        )
+    delay = policy.retry.delay(item.attempts, command.jitter_sample)
+    entry = _attempt(item, command.worker, ctx.now, command.failure_class, command.message, "retry")
+    return transition(
+        item,
+        Cmd.RETRY,
+        item.state,
+        ctx,
+        actor=command.worker,
+        next_eligible_at=ctx.now + delay,
+        detail={**failure, "attempt": item.attempts, "delay_seconds": delay.total_seconds()},
+        attempt_entry=entry,
+    )
+
+
+def _revision_failed(
+    item: Item,
+    ctx: Context,
+    actor: str,
+    reasons: tuple[str, ...],
+    failure: dict[str, Any],
+    entry: dict[str, Any] | None,
+) -> Decision:
+    revision = dict(item.doc("revision") or {})
+    revision["state"] = S.REVISION_FAILED.value
+    revision["failure"] = {**failure, "reasons": list(reasons), "at": format_time(ctx.now)}
+    return transition(
+        item,
+        Cmd.REVISION_FAIL,
+        S.REVISION_FAILED,
+        ctx,
+        actor=actor,
+        data={"revision": revision},
+        reasons=reasons,
+        digests={"request": revision.get("request_digest")},
+        detail=failure,
+        attempt_entry=entry,
+    )
+
+
+def decide_expire(item: Item, command: Expire, ctx: Context) -> Decision:
+    """Sweep a step whose worker vanished: the attempt it claimed is spent, not forgotten."""
+    if not item.state.is_work:
+        return refused(item, [Reason.ILLEGAL_TRANSITION])
+    if item.lease_live(ctx.now):
+        return refused(item, [Reason.LEASE_HELD])
+    abandoned = item.lease_owner is not None
+    entry = None
+    if abandoned:
+        entry = {
+            "attempt": item.attempts,
+            "state": item.state.value,
+            "claimed_at": None if item.claimed_at is None else format_time(item.claimed_at),
+            "at": format_time(ctx.now),
+            "worker": item.lease_owner,
+            "class": Reason.LEASE_EXPIRED.value,
+            "message": "the lease expired before the worker recorded an outcome",
+            "outcome": "abandoned",
+        }
+    if item.state is S.REVISION_PREPARED and abandoned:
+        failure = {"class": Reason.LEASE_EXPIRED.value, "message": "lease expired mid-revision"}
+        return _revision_failed(item, ctx, command.sweeper, (Reason.LEASE_EXPIRED,), failure, entry)
+    if item.attempts >= item.max_attempts:
+        return transition(
+            item,
+            Cmd.EXHAUST,
+            S.EXHAUSTED,
+            ctx,
+            actor=command.sweeper,
+            data={"account": account(item, entry, ctx.now), "resume_state": item.state.value},
+            reasons=(Reason.RETRY_BUDGET_EXHAUSTED,),
+            attempt_entry=entry,
+        )
+    return refused(item, [Reason.NOT_DUE])
