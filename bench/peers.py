@@ -1,0 +1,310 @@
+"""Peers: drain N no-op jobs with procrastinate, pgqueuer and DBOS, each in a fresh database.
+
+For every peer and variant: create a database, install the peer's schema, enqueue N no-op
+jobs, then start a worker and time it until all N jobs are recorded as finished. The
+enqueue is not timed. Every run happens in its own spawned interpreter (``run_isolated``),
+so one library's globals, threads or signal handlers cannot leak into another's run.
+
+The worker is one process in every case; ``concurrency`` is how many jobs that process
+may have in flight (procrastinate's ``concurrency``, pgqueuer's dequeue ``batch_size``
+with its unbounded in-process dispatch, DBOS's queue ``worker_concurrency``).
+
+A peer that fails is reported with ``rate=None`` and the error instead of stopping the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterator
+from importlib.metadata import version
+from typing import Any
+
+import psycopg
+
+from common import (
+    BenchConfig,
+    Row,
+    create_database,
+    drop_database,
+    dsn_for,
+    make_row,
+    run_isolated,
+    short_error,
+    unique_db_name,
+    url_for,
+)
+
+CONCURRENT = 10  # the "concurrent" variant of every peer
+ENQUEUE_CHUNK = 500
+
+
+def _quiet_logs() -> None:
+    logging.basicConfig(level=logging.WARNING)
+    for name in ("procrastinate", "pgqueuer", "dbos", "psycopg", "psycopg.pool"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+# --------------------------------------------------------------------------- procrastinate
+
+
+def procrastinate_drain(dsn: str, jobs: int, concurrency: int) -> dict[str, Any]:
+    """Enqueue ``jobs`` no-op tasks, then time one worker (``wait=False``) draining them."""
+    import procrastinate
+
+    _quiet_logs()
+
+    async def main() -> dict[str, Any]:
+        connector = procrastinate.PsycopgConnector(
+            conninfo=dsn, min_size=2, max_size=max(4, concurrency + 2)
+        )
+        app = procrastinate.App(connector=connector)
+
+        @app.task(name="noop")
+        async def noop() -> None:
+            return None
+
+        async with app.open_async():
+            await app.schema_manager.apply_schema_async()
+            left = jobs
+            while left:
+                n = min(ENQUEUE_CHUNK, left)
+                await noop.batch_defer_async(*({} for _ in range(n)))
+                left -= n
+            t0 = time.monotonic()
+            # wait=False: the worker stops as soon as it finds no job left.
+            await app.run_worker_async(
+                concurrency=concurrency,
+                wait=False,
+                install_signal_handlers=False,
+                listen_notify=False,
+                delete_jobs="never",
+            )
+            elapsed = time.monotonic() - t0
+        with psycopg.connect(dsn) as conn:
+            done = conn.execute(
+                "SELECT count(*) FROM procrastinate_jobs WHERE status = 'succeeded'"
+            ).fetchone()[0]
+        return {"seconds": elapsed, "done": done}
+
+    return asyncio.run(main())
+
+
+# --------------------------------------------------------------------------- pgqueuer
+
+
+def pgqueuer_drain(dsn: str, jobs: int, batch_size: int) -> dict[str, Any]:
+    """Enqueue ``jobs`` no-op jobs, then time a QueueManager in drain mode."""
+    from datetime import timedelta
+
+    from pgqueuer import Job, Queries, QueueManager
+    from pgqueuer.db import PsycopgDriver
+    from pgqueuer.domain.types import QueueExecutionMode
+
+    _quiet_logs()
+
+    async def main() -> dict[str, Any]:
+        setup = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+        async with setup:
+            queries = Queries(PsycopgDriver(setup))
+            await queries.install()
+            left = jobs
+            while left:
+                n = min(ENQUEUE_CHUNK, left)
+                await queries.enqueue(["noop"] * n, [None] * n, [0] * n)
+                left -= n
+
+        conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+        async with conn:
+            qm = QueueManager(Queries(PsycopgDriver(conn)))
+
+            @qm.entrypoint("noop")
+            async def noop(job: Job) -> None:
+                return None
+
+            t0 = time.monotonic()
+            await qm.run(
+                batch_size=batch_size,
+                mode=QueueExecutionMode.drain,
+                dequeue_timeout=timedelta(seconds=1),
+            )
+            elapsed = time.monotonic() - t0
+
+        with psycopg.connect(dsn) as c:
+            left_rows = c.execute("SELECT count(*) FROM pgqueuer").fetchone()[0]
+            done = c.execute(
+                "SELECT count(*) FROM pgqueuer_log WHERE status = 'successful'"
+            ).fetchone()[0]
+        return {"seconds": elapsed, "done": done, "left_in_queue": left_rows}
+
+    return asyncio.run(main())
+
+
+# --------------------------------------------------------------------------- DBOS
+
+DBOS_QUEUE = "bench_noop"
+DBOS_APP_VERSION = "bench-1"
+
+
+def _dbos_setup(url: str) -> Any:
+    """Configure DBOS and register the no-op workflow (one no-op step). Not launched."""
+    from dbos import DBOS
+
+    _quiet_logs()
+    DBOS(
+        config={
+            "name": "bench",
+            "system_database_url": url,
+            "application_version": DBOS_APP_VERSION,
+            "log_level": "WARNING",
+        }
+    )
+
+    @DBOS.step(name="noop_step")
+    def noop_step() -> None:
+        return None
+
+    @DBOS.workflow(name="noop_workflow")
+    def noop_workflow() -> None:
+        noop_step()
+
+    return noop_workflow
+
+
+def dbos_enqueue(url: str, jobs: int, concurrency: int, polling: float) -> dict[str, Any]:
+    """Phase 1 (own process, listening to no queue): register the queue, enqueue N."""
+    from dbos import DBOS
+
+    workflow = _dbos_setup(url)
+    DBOS.listen_queues([])
+    DBOS.launch()
+    try:
+        q = DBOS.register_queue(
+            DBOS_QUEUE, worker_concurrency=concurrency, polling_interval_sec=polling
+        )
+        t0 = time.monotonic()
+        for _ in range(jobs):
+            q.enqueue(workflow)
+        return {"enqueue_seconds": time.monotonic() - t0}
+    finally:
+        DBOS.destroy()
+
+
+def dbos_drain(url: str, dsn: str, jobs: int) -> dict[str, Any]:
+    """Phase 2 (fresh process): launch DBOS, time until the N workflows are SUCCESS."""
+    from dbos import DBOS
+
+    _dbos_setup(url)
+    count_sql = (
+        "SELECT count(*) FROM dbos.workflow_status WHERE queue_name = %s AND status = 'SUCCESS'"
+    )
+    with psycopg.connect(dsn, autocommit=True) as watch:
+        DBOS.launch()
+        try:
+            t0 = time.monotonic()
+            deadline = t0 + 600
+            done = 0
+            while time.monotonic() < deadline:
+                done = watch.execute(count_sql, (DBOS_QUEUE,)).fetchone()[0]
+                if done >= jobs:
+                    break
+                time.sleep(0.005)
+            elapsed = time.monotonic() - t0
+        finally:
+            DBOS.destroy(workflow_completion_timeout_sec=5)
+    return {"seconds": elapsed, "done": done}
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def _peer_row(
+    cfg: BenchConfig,
+    *,
+    scenario: str,
+    concurrency: int,
+    run: Callable[[str, str], dict[str, Any]],
+    **details: Any,
+) -> Row:
+    """Fresh database -> run(dsn, url) -> row. Errors become an n/a row."""
+    base = {
+        "scenario": scenario,
+        "store": "postgres",
+        "workers": 1,
+        "concurrency": concurrency,
+        "items": cfg.jobs,
+        "ops": cfg.jobs,
+        "unit": "jobs",
+    }
+    name = unique_db_name(scenario.split()[0])
+    try:
+        create_database(cfg.pg_admin_dsn, name)
+    except Exception as exc:
+        return make_row(**base, seconds=None, error=short_error(exc), error_full=repr(exc))
+    try:
+        res = run(dsn_for(cfg.pg_admin_dsn, name), url_for(cfg.pg_admin_dsn, name))
+    except Exception as exc:
+        return make_row(**base, seconds=None, error=short_error(exc), error_full=str(exc), **details)
+    finally:
+        with contextlib.suppress(Exception):
+            drop_database(cfg.pg_admin_dsn, name)
+    seconds = res.pop("seconds")
+    done = res.get("done")
+    error = None if done == cfg.jobs else f"only {done} of {cfg.jobs} jobs finished"
+    return make_row(**base, seconds=seconds, error=error, **details, **res)
+
+
+def _pkg(name: str) -> str:
+    try:
+        return version(name)
+    except Exception:
+        return "not installed"
+
+
+def rows(cfg: BenchConfig) -> Iterator[Row]:
+    t = cfg.scenario_timeout
+    n = cfg.jobs
+
+    for c in (1, CONCURRENT):
+        yield _peer_row(
+            cfg,
+            scenario="procrastinate",
+            concurrency=c,
+            run=lambda dsn, url, c=c: run_isolated(procrastinate_drain, (dsn, n, c), t),
+            version=_pkg("procrastinate"),
+            variant=f"PsycopgConnector, concurrency={c}, listen_notify=False",
+        )
+
+    for b in (1, 10):
+        yield _peer_row(
+            cfg,
+            scenario="pgqueuer",
+            concurrency=b,
+            run=lambda dsn, url, b=b: run_isolated(pgqueuer_drain, (dsn, n, b), t),
+            version=_pkg("pgqueuer"),
+            variant=f"PsycopgDriver, batch_size={b}" + (" (default)" if b == 10 else ""),
+            durability="durable (default)",
+        )
+
+    # worker_concurrency=1: one workflow in flight; each poll claims at most one, so the
+    # poll interval (10 ms here, 1 s by default) bounds the rate. 10: up to 10 per poll.
+    for c, polling in ((1, 0.01), (CONCURRENT, 0.01)):
+
+        def run_dbos(dsn: str, url: str, c: int = c, polling: float = polling) -> dict[str, Any]:
+            enq = run_isolated(dbos_enqueue, (url, n, c, polling), t)
+            res = run_isolated(dbos_drain, (url, dsn, n), t)
+            return {**res, **enq}
+
+        yield _peer_row(
+            cfg,
+            scenario="dbos",
+            concurrency=c,
+            run=run_dbos,
+            version=_pkg("dbos"),
+            variant=(
+                f"queue worker_concurrency={c}, polling_interval_sec={polling}, "
+                "workflow with one no-op step"
+            ),
+        )

@@ -1,0 +1,458 @@
+"""The SQL store shared by both databases; dialects supply connections and value codecs."""
+
+from __future__ import annotations
+
+import json
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..core.canonical import digest, format_time, freeze, parse_time, to_plain
+from ..core.decision import Decision
+from ..core.policy import Policy
+from ..core.records import Actor, Event, Item
+from ..core.states import State
+from .errors import SchemaMismatch, StoreError
+from .queries import load, migrations
+
+Row = Mapping[str, Any]
+
+
+class SQLStore(ABC):
+    """Everything but the driver: queries come from ``sql/<dialect>/queries.sql``."""
+
+    dialect: str = ""
+    pyformat: bool = False
+    integrity_errors: tuple[type[BaseException], ...] = ()
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.q = load(self.dialect, self.pyformat)
+        self._migrations = migrations(self.dialect)
+
+    # --- what a dialect provides ---------------------------------------------------------
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def _write(self) -> AbstractContextManager[Any]:
+        """A cursor inside one write transaction (committed on exit, rolled back on error)."""
+
+    @abstractmethod
+    def _read(self) -> AbstractContextManager[Any]:
+        """A cursor for reads."""
+
+    @abstractmethod
+    def _apply_migration(self, version: int, name: str, sql: str) -> bool:
+        """Apply one migration unless already applied (under the dialect's lock)."""
+
+    @abstractmethod
+    def schema_version(self) -> int: ...
+
+    def _time(self, value: datetime | None) -> Any:
+        return None if value is None else format_time(value)
+
+    def _json(self, value: Any) -> Any:
+        return json.dumps(
+            to_plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+
+    @staticmethod
+    def _from_time(value: Any) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, datetime):
+            return value
+        return parse_time(str(value))
+
+    @staticmethod
+    def _from_json(value: Any) -> Any:
+        return json.loads(value) if isinstance(value, str | bytes) else value
+
+    @staticmethod
+    def _rowcount(cur: Any) -> int:
+        return int(cur.rowcount)
+
+    # --- schema -----------------------------------------------------------------------------
+
+    @property
+    def known_version(self) -> int:
+        return self._migrations[-1][0]
+
+    def migrate(self) -> list[int]:
+        applied = []
+        for version, name, sql in self._migrations:
+            if self._apply_migration(version, name, sql):
+                applied.append(version)
+        return applied
+
+    def check_schema(self) -> None:
+        found = self.schema_version()
+        if found != self.known_version:
+            raise SchemaMismatch(
+                f"database schema is version {found}, this stopline knows {self.known_version}"
+                + (
+                    "; run `stopline migrate`"
+                    if found < self.known_version
+                    else "; upgrade stopline"
+                )
+            )
+
+    # --- conversions ----------------------------------------------------------------------
+
+    def _item(self, row: Row) -> Item:
+        created = self._from_time(row["created_at"])
+        updated = self._from_time(row["updated_at"])
+        eligible = self._from_time(row["next_eligible_at"])
+        assert created and updated and eligible
+        return Item(
+            id=row["id"],
+            automation=row["automation"],
+            key=row["key"],
+            state=State(row["state"]),
+            version=int(row["version"]),
+            seq=int(row["seq"]),
+            head=row["head"],
+            created_at=created,
+            updated_at=updated,
+            attempts=int(row["attempts"]),
+            max_attempts=int(row["max_attempts"]),
+            next_eligible_at=eligible,
+            lease_owner=row["lease_owner"],
+            lease_token=int(row["lease_token"]),
+            lease_expires_at=self._from_time(row["lease_expires_at"]),
+            claimed_at=self._from_time(row["claimed_at"]),
+            attempt_log=freeze(self._from_json(row["attempt_log"])),
+            data=freeze(self._from_json(row["data"])),
+        )
+
+    def _item_params(self, item: Item) -> dict[str, Any]:
+        return {
+            "id": item.id,
+            "automation": item.automation,
+            "key": item.key,
+            "state": item.state.value,
+            "state_class": item.state.state_class.value,
+            "version": item.version,
+            "seq": item.seq,
+            "head": item.head,
+            "created_at": self._time(item.created_at),
+            "updated_at": self._time(item.updated_at),
+            "attempts": item.attempts,
+            "max_attempts": item.max_attempts,
+            "next_eligible_at": self._time(item.next_eligible_at),
+            "lease_owner": item.lease_owner,
+            "lease_token": item.lease_token,
+            "lease_expires_at": self._time(item.lease_expires_at),
+            "claimed_at": self._time(item.claimed_at),
+            "attempt_log": self._json(list(item.attempt_log)),
+            "data": self._json(item.data),
+        }
+
+    def _event(self, row: Row) -> Event:
+        at = self._from_time(row["at"])
+        assert at is not None
+        return Event(
+            item_id=row["item_id"],
+            seq=int(row["seq"]),
+            at=at,
+            command=row["command"],
+            actor=row["actor"],
+            from_state=None if row["from_state"] is None else State(row["from_state"]),
+            to_state=State(row["to_state"]),
+            reasons=tuple(self._from_json(row["reasons"])),
+            digests=freeze(self._from_json(row["digests"])),
+            detail=freeze(self._from_json(row["detail"])),
+            prev_hash=row["prev_hash"],
+            hash=row["hash"],
+        )
+
+    def _event_params(self, event: Event) -> dict[str, Any]:
+        return {
+            "item_id": event.item_id,
+            "seq": event.seq,
+            "at": self._time(event.at),
+            "command": event.command,
+            "actor": event.actor,
+            "from_state": None if event.from_state is None else event.from_state.value,
+            "to_state": event.to_state.value,
+            "reasons": self._json(list(event.reasons)),
+            "digests": self._json(event.digests),
+            "detail": self._json(event.detail),
+            "prev_hash": event.prev_hash,
+            "hash": event.hash,
+        }
+
+    def _automations_param(self, automations: Sequence[str] | None) -> Any:
+        return None if automations is None else json.dumps(list(automations))
+
+    # --- automations --------------------------------------------------------------------------
+
+    def register_automation(self, name: str, policy: Policy, now: datetime) -> None:
+        with self._write() as cur:
+            cur.execute(
+                self.q["upsert_automation"],
+                {
+                    "name": name,
+                    "policy": self._json(policy.to_plain()),
+                    "version": policy.version,
+                    "updated_at": self._time(now),
+                },
+            )
+
+    def policy(self, name: str) -> Policy | None:
+        with self._read() as cur:
+            cur.execute(self.q["get_automation"], {"name": name})
+            row = cur.fetchone()
+        return None if row is None else Policy.from_plain(self._from_json(row["policy"]))
+
+    # --- items ----------------------------------------------------------------------------------
+
+    def get(self, item_id: str) -> Item | None:
+        with self._read() as cur:
+            cur.execute(self.q["get_item"], {"id": item_id})
+            row = cur.fetchone()
+        return None if row is None else self._item(row)
+
+    def find(self, automation: str, key: str) -> Item | None:
+        with self._read() as cur:
+            cur.execute(self.q["find_item"], {"automation": automation, "key": key})
+            row = cur.fetchone()
+        return None if row is None else self._item(row)
+
+    def list_items(
+        self,
+        *,
+        state: str | None = None,
+        automation: str | None = None,
+        state_class: str | None = None,
+        limit: int = 1000,
+    ) -> list[Item]:
+        params = {"state": state, "automation": automation, "state_class": state_class}
+        with self._read() as cur:
+            cur.execute(self.q["list_items"], {**params, "limit": limit})
+            return [self._item(r) for r in cur.fetchall()]
+
+    def count_by_state(self) -> list[dict[str, Any]]:
+        with self._read() as cur:
+            cur.execute(self.q["count_by_state"], {})
+            return [
+                {"state": r["state"], "count": int(r["n"]), "oldest": self._from_time(r["oldest"])}
+                for r in cur.fetchall()
+            ]
+
+    def history(self, item_id: str) -> list[Event]:
+        with self._read() as cur:
+            cur.execute(self.q["history"], {"id": item_id})
+            return [self._event(r) for r in cur.fetchall()]
+
+    def iter_items_with_events(self) -> Iterator[tuple[Item, list[Event]]]:
+        with self._read() as cur:
+            cur.execute(self.q["all_items"], {})
+            items = [self._item(r) for r in cur.fetchall()]
+        for item in items:
+            yield item, self.history(item.id)
+
+    def insert(self, decision: Decision) -> bool:
+        assert decision.after is not None and decision.event is not None
+        with self._write() as cur:
+            cur.execute(self.q["insert_item"], self._item_params(decision.after))
+            if self._rowcount(cur) != 1:
+                return False
+            cur.execute(self.q["insert_event"], self._event_params(decision.event))
+        return True
+
+    def apply(
+        self,
+        decision: Decision,
+        *,
+        idempotency: tuple[str, str, str] | None = None,
+    ) -> bool:
+        before, after, event = decision.before, decision.after, decision.event
+        if before is None or after is None or event is None:
+            raise StoreError("only an applied decision about an existing item can be written")
+        try:
+            with self._write() as cur:
+                params = {**self._item_params(after), "expected_version": before.version}
+                cur.execute(self.q["update_item"], params)
+                if self._rowcount(cur) != 1:
+                    raise _Stale()
+                cur.execute(self.q["insert_event"], self._event_params(event))
+                if idempotency is not None:
+                    self._insert_idempotency(cur, idempotency, after.id, event.at)
+        except _Stale:
+            return False
+        except self.integrity_errors:
+            return False  # a concurrent write took the same idempotency key first
+        return True
+
+    def _insert_idempotency(
+        self, cur: Any, idempotency: tuple[str, str, str], item_id: str | None, at: datetime
+    ) -> None:
+        key, command_digest, decision_json = idempotency
+        cur.execute(
+            self.q["insert_idempotency"],
+            {
+                "key": key,
+                "command_digest": command_digest,
+                "item_id": item_id,
+                "decision": decision_json,
+                "at": self._time(at),
+            },
+        )
+
+    # --- leases ----------------------------------------------------------------------------
+
+    def claim(
+        self,
+        worker: str,
+        now: datetime,
+        lease_seconds: float,
+        automations: Sequence[str] | None = None,
+    ) -> Item | None:
+        params = {
+            "worker": worker,
+            "now": self._time(now),
+            "expires_at": self._time(now + timedelta(seconds=lease_seconds)),
+            "automations": self._automations_param(automations),
+        }
+        with self._write() as cur:
+            cur.execute(self.q["claim"], params)
+            row = cur.fetchone()
+        return None if row is None else self._item(row)
+
+    def renew(self, item: Item, now: datetime, lease_seconds: float) -> bool:
+        params = {
+            "id": item.id,
+            "worker": item.lease_owner,
+            "token": item.lease_token,
+            "now": self._time(now),
+            "expires_at": self._time(now + timedelta(seconds=lease_seconds)),
+        }
+        with self._write() as cur:
+            cur.execute(self.q["renew"], params)
+            return self._rowcount(cur) == 1
+
+    def sweepable(self, now: datetime, limit: int = 100) -> list[Item]:
+        with self._read() as cur:
+            cur.execute(self.q["sweepable"], {"now": self._time(now), "limit": limit})
+            return [self._item(r) for r in cur.fetchall()]
+
+    def next_due(self, automations: Sequence[str] | None = None) -> datetime | None:
+        with self._read() as cur:
+            cur.execute(self.q["next_due"], {"automations": self._automations_param(automations)})
+            row = cur.fetchone()
+        return None if row is None else self._from_time(row["at"])
+
+    def wait_for_work(self, timeout: float) -> None:
+        """Block until new work may be due or ``timeout`` seconds pass (polling by default)."""
+        time.sleep(max(0.0, timeout))
+
+    # --- actors ----------------------------------------------------------------------------------
+
+    def _actor(self, row: Row) -> Actor:
+        return Actor(row["name"], frozenset(self._from_json(row["roles"])), bool(row["active"]))
+
+    def actors(self) -> dict[str, Actor]:
+        with self._read() as cur:
+            cur.execute(self.q["list_actors"], {})
+            return {r["name"]: self._actor(r) for r in cur.fetchall()}
+
+    def set_actor(self, actor: Actor, change: str, detail: dict[str, Any], now: datetime) -> None:
+        with self._write() as cur:
+            cur.execute(
+                self.q["upsert_actor"],
+                {
+                    "name": actor.name,
+                    "roles": self._json(sorted(actor.roles)),
+                    "active": actor.active,
+                    "at": self._time(now),
+                },
+            )
+            cur.execute(self.q["last_actor_event"], {})
+            row = cur.fetchone()
+            prev = "" if row is None else row["hash"]
+            body = {"at": now, "actor": actor.name, "change": change, "detail": detail}
+            cur.execute(
+                self.q["insert_actor_event"],
+                {
+                    "at": self._time(now),
+                    "actor": actor.name,
+                    "change": change,
+                    "detail": self._json(detail),
+                    "prev_hash": prev,
+                    "hash": digest({**body, "prev_hash": prev}),
+                },
+            )
+
+    def actor_events(self) -> list[dict[str, Any]]:
+        with self._read() as cur:
+            cur.execute(self.q["list_actor_events"], {})
+            return [
+                {
+                    "at": self._from_time(r["at"]),
+                    "actor": r["actor"],
+                    "change": r["change"],
+                    "detail": self._from_json(r["detail"]),
+                    "prev_hash": r["prev_hash"],
+                    "hash": r["hash"],
+                }
+                for r in cur.fetchall()
+            ]
+
+    def add_token(self, actor: str, token_hash: str, now: datetime) -> None:
+        with self._write() as cur:
+            cur.execute(
+                self.q["insert_token"], {"hash": token_hash, "actor": actor, "at": self._time(now)}
+            )
+
+    def token_actor(self, token_hash: str) -> str | None:
+        with self._read() as cur:
+            cur.execute(self.q["token_actor"], {"hash": token_hash})
+            row = cur.fetchone()
+        return None if row is None else str(row["actor"])
+
+    def revoke_tokens(self, actor: str, now: datetime) -> None:
+        with self._write() as cur:
+            cur.execute(self.q["revoke_tokens"], {"actor": actor, "at": self._time(now)})
+
+    # --- idempotency, audit, schedules ------------------------------------------------------
+
+    def idempotency(self, key: str) -> tuple[str, str] | None:
+        with self._read() as cur:
+            cur.execute(self.q["get_idempotency"], {"key": key})
+            row = cur.fetchone()
+        return None if row is None else (row["command_digest"], row["decision"])
+
+    def record_refusal(
+        self, decision: Decision, command: str, actor: str | None, now: datetime
+    ) -> None:
+        with self._write() as cur:
+            cur.execute(
+                self.q["insert_refusal"],
+                {
+                    "at": self._time(now),
+                    "item_id": decision.item_id,
+                    "command": command,
+                    "actor": actor,
+                    "reasons": self._json(list(decision.reasons)),
+                },
+            )
+
+    def last_discovery(self, automation: str) -> datetime | None:
+        with self._read() as cur:
+            cur.execute(self.q["get_schedule"], {"automation": automation})
+            row = cur.fetchone()
+        return None if row is None else self._from_time(row["last_run_at"])
+
+    def set_last_discovery(self, automation: str, at: datetime) -> None:
+        with self._write() as cur:
+            cur.execute(self.q["set_schedule"], {"automation": automation, "at": self._time(at)})
+
+
+class _Stale(Exception):
+    """Raised inside a write transaction to roll it back when a compare-and-set loses."""

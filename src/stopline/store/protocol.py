@@ -1,0 +1,121 @@
+"""The store protocol: what the runtime and the command layer need from a database.
+
+Two implementations: :mod:`stopline.store.sqlite` (the embedded default) and
+:mod:`stopline.store.postgres`. Every method is synchronous; every write is one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from ..core.decision import Decision
+from ..core.policy import Policy
+from ..core.records import Actor, Event, Item
+
+
+class Store(Protocol):
+    url: str
+    dialect: str
+
+    def close(self) -> None: ...
+
+    # schema
+    def migrate(self) -> list[int]:
+        """Apply pending migrations; returns the versions applied."""
+        ...
+
+    def schema_version(self) -> int: ...
+
+    def check_schema(self) -> None:
+        """Raise :class:`SchemaMismatch` unless the schema is exactly the one this code knows."""
+        ...
+
+    # automations
+    def register_automation(self, name: str, policy: Policy, now: datetime) -> None: ...
+
+    def policy(self, name: str) -> Policy | None: ...
+
+    # items
+    def get(self, item_id: str) -> Item | None: ...
+
+    def find(self, automation: str, key: str) -> Item | None: ...
+
+    def list_items(
+        self,
+        *,
+        state: str | None = None,
+        automation: str | None = None,
+        state_class: str | None = None,
+        limit: int = 1000,
+    ) -> list[Item]: ...
+
+    def count_by_state(self) -> list[dict[str, Any]]: ...
+
+    def history(self, item_id: str) -> list[Event]: ...
+
+    def iter_items_with_events(self) -> Iterator[tuple[Item, list[Event]]]: ...
+
+    def insert(self, decision: Decision) -> bool:
+        """Write a discovery; ``False`` when the (automation, key) exists (nothing written)."""
+        ...
+
+    def apply(
+        self,
+        decision: Decision,
+        *,
+        idempotency: tuple[str, str, str] | None = None,
+    ) -> bool:
+        """Write ``decision.after`` and its event if the item is still at the version the
+        decision was made from. ``False`` means another write came first (nothing written).
+        ``idempotency`` is ``(key, command digest, decision json)`` stored in the same
+        transaction."""
+        ...
+
+    # leases
+    def claim(
+        self,
+        worker: str,
+        now: datetime,
+        lease_seconds: float,
+        automations: Sequence[str] | None = None,
+    ) -> Item | None: ...
+
+    def renew(self, item: Item, now: datetime, lease_seconds: float) -> bool: ...
+
+    def sweepable(self, now: datetime, limit: int = 100) -> list[Item]: ...
+
+    def next_due(self, automations: Sequence[str] | None = None) -> datetime | None: ...
+
+    def wait_for_work(self, timeout: float) -> None:
+        """Block until new work may be due (a notification) or ``timeout`` seconds pass."""
+        ...
+
+    # actors and tokens
+    def actors(self) -> dict[str, Actor]: ...
+
+    def set_actor(self, actor: Actor, change: str, detail: dict[str, Any], now: datetime) -> None:
+        """Create or change an actor and append one audited actor event."""
+        ...
+
+    def actor_events(self) -> list[dict[str, Any]]: ...
+
+    def add_token(self, actor: str, token_hash: str, now: datetime) -> None: ...
+
+    def token_actor(self, token_hash: str) -> str | None: ...
+
+    def revoke_tokens(self, actor: str, now: datetime) -> None: ...
+
+    # idempotency, audit, schedules
+    def idempotency(self, key: str) -> tuple[str, str] | None:
+        """``(command digest, decision json)`` recorded under ``key``."""
+        ...
+
+    def record_refusal(
+        self, decision: Decision, command: str, actor: str | None, now: datetime
+    ) -> None: ...
+
+    def last_discovery(self, automation: str) -> datetime | None: ...
+
+    def set_last_discovery(self, automation: str, at: datetime) -> None: ...
