@@ -107,10 +107,11 @@ def decide_resume(item: Item, command: Resume, ctx: Context) -> Decision:
     target = State(resume_state) if resume_state in {s.value for s in S} else S.OBSERVING
     reasons = legal(item, Cmd.RESUME, target) + operator_reasons(ctx, command)
     reasons += _reason_required(command.reason)
-    granted = command.attempts if command.attempts is not None else policy.retry.max_attempts
+    retry = policy.retry_for(target.value)
+    granted = command.attempts if command.attempts is not None else retry.max_attempts
     if granted < 1:
         reasons.append(Reason.INVALID_INPUT)
-    if granted > policy.retry.resume_cap:
+    if granted > retry.resume_cap:
         reasons.append(Reason.RESUME_CAP)
     if reasons:
         return refused(item, reasons)

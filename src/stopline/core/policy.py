@@ -170,9 +170,15 @@ class Policy:
     approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     delivery: DeliveryPolicy = field(default_factory=DeliveryPolicy)
     lease_seconds: float = 30.0
+    step_retry: Mapping[str, RetryPolicy] = field(default_factory=dict)
+
+    def retry_for(self, state: str) -> RetryPolicy:
+        """The retry policy of one step (work state): its override, else the automation's."""
+        return self.step_retry.get(state, self.retry)
 
     def to_plain(self) -> dict[str, Any]:
         return {
+            "step_retry": {k: v.to_plain() for k, v in sorted(self.step_retry.items())},
             "retry": self.retry.to_plain(),
             "approval": self.approval.to_plain(),
             "delivery": self.delivery.to_plain(),
@@ -190,4 +196,5 @@ class Policy:
             approval=ApprovalPolicy.from_plain(doc["approval"]),
             delivery=DeliveryPolicy.from_plain(doc["delivery"]),
             lease_seconds=float(doc["lease_seconds"]),
+            step_retry={k: RetryPolicy.from_plain(v) for k, v in doc.get("step_retry", {}).items()},
         )

@@ -109,7 +109,9 @@ def transition(
     attempts, max_attempts = item.attempts, item.max_attempts
     if target.is_work and target != item.state:
         attempts = 0
-        max_attempts = budget if budget is not None else policy_of(ctx).retry.max_attempts
+        max_attempts = (
+            budget if budget is not None else policy_of(ctx).retry_for(target.value).max_attempts
+        )
     elif budget is not None:
         max_attempts = budget
     log = item.attempt_log

@@ -50,7 +50,7 @@ def decide_discover(command: Discover, ctx: Context) -> Decision:
         created_at=ctx.now,
         updated_at=ctx.now,
         attempts=0,
-        max_attempts=policy.retry.max_attempts,
+        max_attempts=policy.retry_for(S.OBSERVING.value).max_attempts,
         next_eligible_at=ctx.now,
         data=freeze({"input": command.input, "step": _step(S.OBSERVING, ctx.now)}),
     )
@@ -280,7 +280,7 @@ def decide_failure(item: Item, command: Failure, ctx: Context) -> Decision:
             detail=failure,
             attempt_entry=entry,
         )
-    delay = policy.retry.delay(item.attempts, command.jitter_sample)
+    delay = policy.retry_for(item.state.value).delay(item.attempts, command.jitter_sample)
     entry = _attempt(item, command.worker, ctx.now, command.failure_class, command.message, "retry")
     return transition(
         item,

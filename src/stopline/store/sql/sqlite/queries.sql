@@ -44,7 +44,9 @@ WHERE state_class = 'work' AND attempts < max_attempts
   AND (:automations IS NULL OR automation IN (SELECT value FROM json_each(:automations)));
 
 -- name: renew
-UPDATE items SET lease_expires_at = :expires_at, version = version + 1
+-- Extends a live lease of the current token. It leaves the version alone: a renewal is not a
+-- decision, and the holder's next commit must not lose its compare-and-set to its own renewal.
+UPDATE items SET lease_expires_at = :expires_at
 WHERE id = :id AND lease_owner = :worker AND lease_token = :token AND lease_expires_at > :now;
 
 -- name: insert_item

@@ -1,0 +1,141 @@
+"""Automations in plain Python: a name, a schedule, hooks and policies."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..core.artifacts import Artifact
+from ..core.commands import QAResult
+from ..core.policy import ApprovalPolicy, DeliveryPolicy, Policy, RetryPolicy
+from ..core.records import Item
+from ..targets.base import Target
+from .outcomes import TerminalError, TransientError
+
+
+@dataclass(frozen=True)
+class Discovered:
+    """One key found by discovery, with the input the item starts from."""
+
+    key: str
+    input: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class HookContext:
+    """What a hook sees. ``now`` is the clock's reading when the step started."""
+
+    now: datetime
+    item: Item | None
+    automation: str
+    logger: logging.Logger
+    clock: Callable[[], datetime]
+
+    @property
+    def input(self) -> Mapping[str, Any]:
+        return self._doc("input") or {}
+
+    @property
+    def evidence(self) -> Mapping[str, Any] | None:
+        ev = self._doc("evidence")
+        return None if ev is None else dict(ev["data"])
+
+    @property
+    def classification(self) -> Any:
+        return self._doc("classification")
+
+    @property
+    def proposal(self) -> Mapping[str, Any] | None:
+        found = self._doc("proposal")
+        return None if found is None else dict(found)
+
+    @property
+    def rejection(self) -> Mapping[str, Any] | None:
+        """The last rejection (``reject --return``): its reason is for the next proposal."""
+        found = self._doc("rejection")
+        return None if found is None else dict(found)
+
+    @property
+    def corrective_input(self) -> Mapping[str, Any] | None:
+        found = self._doc("corrective_input")
+        return None if found is None else found["input"]
+
+    @property
+    def revision(self) -> Mapping[str, Any] | None:
+        found = self._doc("revision")
+        return None if found is None else dict(found)
+
+    @property
+    def idempotency_key(self) -> str:
+        """A key for side effects of this step, stable across its retries."""
+        assert self.item is not None
+        return f"{self.item.id}:{self.item.doc('delivery_seq') or 0}:{self.item.state.value}"
+
+    def _doc(self, name: str) -> Any:
+        return None if self.item is None else self.item.doc(name)
+
+
+DiscoverHook = Callable[[HookContext], Iterable[Discovered | str]]
+Hook = Callable[[HookContext], Any]
+QAHook = Callable[[HookContext, Artifact], QAResult]
+ReviseHook = Callable[[HookContext, str, Sequence[Artifact]], Sequence[Artifact]]
+
+
+def _pass_qa(ctx: HookContext, artifact: Artifact) -> QAResult:
+    return QAResult(True, {"checks": "none declared"})
+
+
+@dataclass
+class Automation:
+    """A recurring automation.
+
+    ``every`` is the discovery interval in seconds. ``retry_on`` and ``terminal_on`` classify
+    exceptions raised by hooks; anything else stops the item in ``exception``.
+    """
+
+    name: str
+    discover: DiscoverHook
+    observe: Hook
+    propose: Hook
+    execute: Hook | None = None
+    qa: QAHook = _pass_qa
+    revise: ReviseHook | None = None
+    target: Target | None = None
+    every: float = 60.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    step_retry: Mapping[str, RetryPolicy] = field(default_factory=dict)
+    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    delivery: DeliveryPolicy = field(default_factory=DeliveryPolicy)
+    lease_seconds: float = 30.0
+    retry_on: tuple[type[BaseException], ...] = (TransientError,)
+    terminal_on: tuple[type[BaseException], ...] = (TerminalError,)
+    description: str = ""
+
+    @property
+    def policy(self) -> Policy:
+        return Policy(
+            retry=self.retry,
+            approval=self.approval,
+            delivery=self.delivery,
+            lease_seconds=self.lease_seconds,
+            step_retry=dict(self.step_retry),
+        )
+
+
+@dataclass
+class App:
+    """A set of automations that ``stopline run`` serves."""
+
+    automations: list[Automation]
+    actors: Mapping[str, Sequence[str]] = field(default_factory=dict)  # seeded if missing
+
+    def __post_init__(self) -> None:
+        names = [a.name for a in self.automations]
+        if len(set(names)) != len(names):
+            raise ValueError("automation names must be unique")
+
+    def by_name(self) -> dict[str, Automation]:
+        return {a.name: a for a in self.automations}

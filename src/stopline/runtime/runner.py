@@ -1,0 +1,130 @@
+"""``stopline run``: the scheduler and workers, in one process or several."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import FrameType
+
+from ..controller import utcnow
+from ..store import open_store
+from .automation import App
+from .loader import load_app
+from .scheduler import Scheduler
+from .worker import Worker
+
+log = logging.getLogger("stopline.run")
+
+
+@dataclass
+class RunSummary:
+    steps: int = 0
+    discovered: int = 0
+    workers: int = 1
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+class _Stop:
+    def __init__(self) -> None:
+        self.requested = False
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.requested = True
+
+
+def work_loop(
+    worker: Worker,
+    *,
+    once: bool,
+    linger: float,
+    stop: _Stop,
+    scheduler: Scheduler | None = None,
+    clock: Callable[[], datetime] = utcnow,
+    max_idle_wait: float = 0.5,
+) -> int:
+    """Claim and run steps until stopped (or, with ``once``, until nothing is due soon)."""
+    steps = 0
+    while not stop.requested:
+        if scheduler is not None and not once:
+            scheduler.tick()
+        if worker.tick():
+            steps += 1
+            continue
+        now = clock()
+        due = worker.store.next_due(list(worker.automations))
+        wait = max_idle_wait
+        if due is not None:
+            wait = min(wait, max((due - now).total_seconds(), 0.0))
+        if once and (due is None or (due - now).total_seconds() > linger):
+            break
+        if scheduler is not None and not once:
+            fire = scheduler.next_fire()
+            if fire is not None:
+                wait = min(wait, max((fire - now).total_seconds(), 0.0))
+        worker.store.wait_for_work(max(wait, 0.01))
+    return steps
+
+
+def _child(
+    spec: str, url: str, once: bool, linger: float, queue: multiprocessing.Queue[int]
+) -> None:
+    stop = _Stop()
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    store = open_store(url, migrate=False)
+    worker = Worker(store, load_app(spec))
+    queue.put(work_loop(worker, once=once, linger=linger, stop=stop))
+    store.close()
+
+
+def run(
+    spec: str | App,
+    url: str,
+    *,
+    once: bool = False,
+    workers: int = 1,
+    linger: float = 5.0,
+) -> RunSummary:
+    """Serve ``spec``'s automations. Extra workers are separate processes (``spec`` must then
+    be an importable ``module:attribute`` or file path)."""
+    app = load_app(spec) if isinstance(spec, str) else spec
+    store = open_store(url)
+    scheduler = Scheduler(store, app)
+    scheduler.register()
+    summary = RunSummary(workers=workers)
+    fired = scheduler.tick(force=once)
+    summary.discovered = sum(f.new for f in fired)
+    stop = _Stop()
+    previous = signal.signal(signal.SIGTERM, stop), signal.signal(signal.SIGINT, stop)
+    ctx = multiprocessing.get_context("spawn")
+    queue: multiprocessing.Queue[int] = ctx.Queue()
+    children = []
+    if workers > 1:
+        if not isinstance(spec, str):
+            raise ValueError("several worker processes need an importable APP spec")
+        for _ in range(workers - 1):
+            proc = ctx.Process(target=_child, args=(spec, url, once, linger, queue), daemon=False)
+            proc.start()
+            children.append(proc)
+    try:
+        summary.steps = work_loop(
+            Worker(store, app), once=once, linger=linger, stop=stop, scheduler=scheduler
+        )
+    finally:
+        signal.signal(signal.SIGTERM, previous[0])
+        signal.signal(signal.SIGINT, previous[1])
+        for proc in children:
+            if stop.requested and proc.pid is not None and proc.is_alive():
+                proc.terminate()
+        deadline = time.monotonic() + 60
+        for proc in children:
+            proc.join(timeout=max(0.0, deadline - time.monotonic()))
+        while not queue.empty():
+            summary.steps += queue.get_nowait()
+        store.close()
+    return summary

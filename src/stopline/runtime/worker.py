@@ -1,0 +1,572 @@
+"""A worker: claim one due step under a lease, run its hook, commit the outcome as a decision.
+
+Durable boundaries of a delivery, in order (each a commit; a crash between any two resumes
+from the last one, see ``docs/delivery.md``):
+
+``staged`` -> ``intent`` -> (remote call) -> ``bound`` -> ... -> ``delivered`` ->
+(read back) -> ``completed``; a revision: ``staged`` -> ``intent`` -> (update) -> ``bound``
+-> (read back) -> ``revision_completed``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..controller import utcnow
+from ..core.artifacts import Artifact, field_diff
+from ..core.commands import (
+    Bind,
+    Command,
+    Delivered,
+    Execute,
+    Expire,
+    Failure,
+    Intent,
+    NeedsEyes,
+    Observe,
+    Observed,
+    Propose,
+    QAResult,
+    ReadBack,
+    Report,
+    Stage,
+    WorkerCommand,
+)
+from ..core.decide import decide
+from ..core.decision import Decision, Outcome
+from ..core.policy import Policy
+from ..core.reasons import Reason
+from ..core.records import Item
+from ..core.states import State
+from ..core.step import Context
+from ..store import Store
+from ..targets.base import OutcomeUnknown, RemoteMissing, RemoteRef, TargetError, VersionConflict
+from . import outcomes as o
+from .automation import App, Automation, HookContext
+
+S = State
+log = logging.getLogger("stopline.worker")
+
+# Test hook: crash (os._exit) right after the named durable boundary is committed.
+CRASH_ENV = "STOPLINE_CRASH_AT"
+BOUNDARIES = (
+    "staged",
+    "before_create",
+    "after_create",
+    "bound",
+    "delivered",
+    "before_readback",
+    "after_readback",
+    "revision_staged",
+    "before_update",
+    "after_update",
+    "revision_bound",
+)
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class LeaseLost(Exception):
+    """The worker's lease is gone; it must stop this step and write nothing more."""
+
+
+class Worker:
+    def __init__(
+        self,
+        store: Store,
+        app: App,
+        *,
+        worker_id: str | None = None,
+        clock: Callable[[], datetime] = utcnow,
+        rng: Callable[[], float] = random.random,
+        renew: bool = True,
+    ) -> None:
+        self.store = store
+        self.app = app
+        self.automations = app.by_name()
+        self.id = worker_id or default_worker_id()
+        self.clock = clock
+        self.rng = rng
+        self.renew = renew
+        self._policies: dict[str, Policy] = {a.name: a.policy for a in app.automations}
+        self._crash_at = os.environ.get(CRASH_ENV, "")
+        self.refusals = 0
+
+    # --- the loop ------------------------------------------------------------------------------
+
+    def sweep(self) -> int:
+        """Move steps no claim may take any more (budget spent, revision lease expired)."""
+        now = self.clock()
+        moved = 0
+        for item in self.store.sweepable(now):
+            policy = self._policies.get(item.automation) or self.store.policy(item.automation)
+            decision = decide(item, Expire(sweeper=self.id), Context(now, policy))
+            if decision.applied and self.store.apply(decision):
+                moved += 1
+        return moved
+
+    def tick(self) -> bool:
+        """Run at most one step. ``True`` when a step was claimed."""
+        self.sweep()
+        now = self.clock()
+        lease = max(a.lease_seconds for a in self.app.automations)
+        item = self.store.claim(self.id, now, lease, list(self.automations))
+        if item is None:
+            return False
+        self.process(item)
+        return True
+
+    def process(self, item: Item) -> None:
+        automation = self.automations[item.automation]
+        stop = threading.Event()
+        holder = _LeaseHolder(item)
+        renewer = None
+        if self.renew:
+            renewer = threading.Thread(
+                target=self._renew_loop, args=(holder, automation.lease_seconds, stop), daemon=True
+            )
+            renewer.start()
+        try:
+            _Step(self, automation, holder).run()
+        except LeaseLost:
+            log.warning("lease lost on %s; nothing more is written", item.id)
+        finally:
+            stop.set()
+            if renewer is not None:
+                renewer.join(timeout=1)
+
+    def _renew_loop(
+        self, holder: _LeaseHolder, lease_seconds: float, stop: threading.Event
+    ) -> None:
+        while not stop.wait(lease_seconds / 3):
+            item = holder.item
+            if item.lease_owner is None:
+                return
+            now = self.clock()
+            if self.store.renew(item, now, lease_seconds):
+                holder.renewed(now, lease_seconds)
+            else:
+                return
+
+    # --- committing ------------------------------------------------------------------------
+
+    def commit(self, holder: _LeaseHolder, command: Command) -> Decision:
+        item = holder.current()
+        policy = self._policies[item.automation]
+        actors = self.store.actors() if isinstance(command, Execute) else {}
+        decision = decide(item, command, Context(self.clock(), policy, actors))
+        if decision.outcome is Outcome.REFUSED:
+            self.refusals += 1
+            self.store.record_refusal(decision, command.name, self.id, self.clock())
+            if Reason.LEASE_LOST in decision.reasons:
+                raise LeaseLost(item.id)
+            return decision
+        if decision.outcome is Outcome.APPLIED:
+            if not self.store.apply(decision):
+                fresh = self.store.get(item.id)
+                if fresh is not None:
+                    holder.item = fresh
+                again = decide(holder.current(), command, Context(self.clock(), policy, actors))
+                self.refusals += 1
+                self.store.record_refusal(again, command.name, self.id, self.clock())
+                raise LeaseLost(item.id)
+            assert decision.after is not None
+            holder.item = decision.after
+        return decision
+
+    def crash_point(self, name: str) -> None:
+        if self._crash_at == name:
+            log.error("crashing at boundary %s (%s)", name, CRASH_ENV)
+            os._exit(137)
+
+
+class _LeaseHolder:
+    """The worker's view of its claimed item, with the latest lease expiry it renewed."""
+
+    def __init__(self, item: Item) -> None:
+        self.item = item
+        self._lock = threading.Lock()
+        self._expires: datetime | None = item.lease_expires_at
+
+    def renewed(self, now: datetime, seconds: float) -> None:
+        with self._lock:
+            self._expires = now + timedelta(seconds=seconds)
+
+    def current(self) -> Item:
+        with self._lock:
+            expires = self._expires
+        item = self.item
+        later = item.lease_expires_at is None or (
+            expires is not None and expires > item.lease_expires_at
+        )
+        if item.lease_owner is not None and expires is not None and later:
+            item = replace(item, lease_expires_at=expires)
+        return item
+
+
+class _Step:
+    """One claimed step of one item."""
+
+    def __init__(self, worker: Worker, automation: Automation, holder: _LeaseHolder) -> None:
+        self.w = worker
+        self.a = automation
+        self.h = holder
+
+    @property
+    def item(self) -> Item:
+        return self.h.item
+
+    def ctx(self) -> HookContext:
+        return HookContext(
+            now=self.w.clock(),
+            item=self.item,
+            automation=self.a.name,
+            logger=logging.getLogger(f"stopline.automation.{self.a.name}"),
+            clock=self.w.clock,
+        )
+
+    def wc(self) -> dict[str, Any]:
+        return {"worker": self.w.id, "token": self.item.lease_token}
+
+    def commit(self, command: Command) -> Decision:
+        return self.w.commit(self.h, command)
+
+    def run(self) -> None:
+        state = self.item.state
+        handlers: dict[State, Callable[[], None]] = {
+            S.OBSERVING: self.observe,
+            S.CLASSIFIED: self.propose,
+            S.APPROVED: self.execute,
+            S.DELIVERING: self.deliver,
+            S.PENDING_READBACK: self.read_back,
+            S.REVISION_PREPARED: self.revise,
+        }
+        handler = handlers.get(state)
+        if handler is None:  # a claim only returns work states; fail closed all the same
+            raise LeaseLost(self.item.id)
+        handler()
+
+    # --- hooks and their outcomes ------------------------------------------------------------
+
+    def call(self, hook: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return hook(self.ctx(), *args)
+        except self.a.retry_on as exc:
+            return o.RetryLater(str(exc) or type(exc).__name__, type(exc).__name__)
+        except self.a.terminal_on as exc:
+            return o.Fail(str(exc) or type(exc).__name__, type(exc).__name__)
+        except LeaseLost:
+            raise
+        except Exception as exc:  # an unknown failure is never retried blind
+            log.exception("hook %s of %s raised", getattr(hook, "__name__", hook), self.a.name)
+            return o.NeedsEyes(f"unexpected {type(exc).__name__}: {exc}"[:500])
+
+    def common(self, out: Any) -> bool:
+        """Commit the outcomes every hook may return; ``True`` when one was committed."""
+        if isinstance(out, o.NeedsEyes):
+            self.commit(
+                NeedsEyes(**self.wc(), owner=out.owner, why=out.why, evidence=dict(out.evidence))
+            )
+        elif isinstance(out, o.RetryLater):
+            self.failure(out.failure_class, out.message, retryable=True)
+        elif isinstance(out, o.Fail):
+            self.failure(out.failure_class, out.message, retryable=False)
+        else:
+            return False
+        return True
+
+    def failure(self, cls: str, message: str, *, retryable: bool) -> Decision:
+        return self.commit(
+            Failure(
+                **self.wc(),
+                failure_class=cls,
+                message=message,
+                retryable=retryable,
+                jitter_sample=self.w.rng(),
+            )
+        )
+
+    def unexpected(self, hook: str, out: Any) -> None:
+        why = f"{hook} hook returned {type(out).__name__}, which it may not return"
+        self.commit(NeedsEyes(**self.wc(), owner="operators", why=why))
+
+    def observe(self) -> None:
+        out = self.call(self.a.observe)
+        if isinstance(out, o.Evidence):
+            at = out.observed_at or self.w.clock()
+            self.commit(
+                Observe(
+                    **self.wc(),
+                    evidence=dict(out.data),
+                    observed_at=at,
+                    classification=out.classification,
+                )
+            )
+        elif not self.common(out):
+            self.unexpected("observe", out)
+
+    def propose(self) -> None:
+        out = self.call(self.a.propose)
+        if isinstance(out, o.Proposal):
+            command = Propose(
+                **self.wc(),
+                action=out.action,
+                target=out.target,
+                params=dict(out.params),
+                rationale=out.rationale,
+            )
+            self.commit(command)
+        elif isinstance(out, o.ReportForReview):
+            self.commit(Report(**self.wc(), report=dict(out.report)))
+        elif not self.common(out):
+            self.unexpected("propose", out)
+
+    def execute(self) -> None:
+        self.commit(Execute(**self.wc()))
+
+    # --- delivery --------------------------------------------------------------------------------
+
+    def artifacts(self) -> dict[str, dict[str, Any]]:
+        return {a["key"]: dict(a) for a in self.item.doc("artifacts") or ()}
+
+    def target(self) -> Any:
+        if self.a.target is None:
+            raise LeaseLost(self.item.id)  # unreachable: staged artifacts imply a target
+        return self.a.target
+
+    def stage(self, artifacts: list[Artifact], result: Mapping[str, Any]) -> bool:
+        qa: dict[str, QAResult] = {}
+        for artifact in artifacts:
+            verdict = self.call(self.a.qa, artifact)
+            qa[artifact.key] = (
+                verdict
+                if isinstance(verdict, QAResult)
+                else QAResult(False, {"error": str(verdict)})
+            )
+        decision = self.commit(
+            Stage(**self.wc(), artifacts=tuple(artifacts), qa=qa, result=dict(result))
+        )
+        return (
+            decision.applied
+            and decision.state is self.item.state
+            and decision.state in (S.DELIVERING, S.REVISION_PREPARED)
+        )
+
+    def deliver(self) -> None:
+        if not self.item.doc("staged"):
+            if self.a.execute is None:
+                out: Any = o.Deliver()
+            else:
+                out = self.call(self.a.execute)
+            if not isinstance(out, o.Deliver):
+                if not self.common(out):
+                    self.unexpected("execute", out)
+                return
+            if out.artifacts and self.a.target is None:
+                self.commit(
+                    NeedsEyes(**self.wc(), owner="operators", why="artifacts but no target")
+                )
+                return
+            if not self.stage(list(out.artifacts), out.result):
+                return
+            self.w.crash_point("staged")
+        for key, record in sorted(self.artifacts().items()):
+            if record["remote_id"] and record.get("last_op"):
+                continue
+            if not self.write_one(key, record):
+                return
+        self.commit(Delivered(**self.wc()))
+        self.w.crash_point("delivered")
+
+    def write_one(self, key: str, record: dict[str, Any]) -> bool:
+        """Create (or, for an object bound in an earlier round, update) one artifact."""
+        target = self.target()
+        artifact = Artifact.from_plain(record["content"])
+        ikey = record["idempotency_key"]
+        try:
+            if record["remote_id"]:
+                return self.update_one(key, record, artifact, "bound")
+            if record.get("intent") is not None:
+                # An earlier attempt recorded its intent and then lost the outcome: look first.
+                found = target.find(ikey)
+                if found is not None:
+                    self.commit(
+                        Bind(
+                            **self.wc(),
+                            key=key,
+                            operation="found",
+                            remote_id=found.remote_id,
+                            remote_version=found.version,
+                        )
+                    )
+                    self.w.crash_point("bound")
+                    return True
+            else:
+                self.commit(Intent(**self.wc(), key=key, operation="create", idempotency_key=ikey))
+            self.w.crash_point("before_create")
+            ref = target.create(artifact, ikey)
+            self.w.crash_point("after_create")
+        except OutcomeUnknown as exc:
+            self.failure("outcome_unknown", str(exc), retryable=True)
+            return False
+        except (RemoteMissing, VersionConflict) as exc:
+            self.commit(
+                NeedsEyes(**self.wc(), owner="operators", why=f"{type(exc).__name__}: {exc}")
+            )
+            return False
+        except TargetError as exc:
+            self.failure(type(exc).__name__, str(exc), retryable=True)
+            return False
+        self.commit(
+            Bind(
+                **self.wc(),
+                key=key,
+                operation="create",
+                remote_id=ref.remote_id,
+                remote_version=ref.version,
+            )
+        )
+        self.w.crash_point("bound")
+        return True
+
+    def update_one(
+        self, key: str, record: dict[str, Any], artifact: Artifact, boundary: str
+    ) -> bool:
+        """Update a bound object; after a lost outcome, read it first and bind if already done."""
+        target = self.target()
+        ref = RemoteRef(record["remote_id"], record["remote_version"] or "")
+        intent = record.get("intent")
+        seq = self.item.doc("delivery_seq") or 0
+        if (
+            intent is not None
+            and intent.get("operation") == "update"
+            and intent.get("delivery_seq") == seq
+        ):
+            seen = target.read(ref.remote_id)
+            if seen.readback_hash == artifact.content_hash:
+                self.commit(
+                    Bind(
+                        **self.wc(),
+                        key=key,
+                        operation="update",
+                        remote_id=ref.remote_id,
+                        remote_version=seen.version,
+                    )
+                )
+                self.w.crash_point(boundary)
+                return True
+        else:
+            self.commit(
+                Intent(
+                    **self.wc(),
+                    key=key,
+                    operation="update",
+                    idempotency_key=record["idempotency_key"],
+                )
+            )
+        self.w.crash_point("before_update")
+        new = target.update(ref, artifact)
+        self.w.crash_point("after_update")
+        self.commit(
+            Bind(
+                **self.wc(),
+                key=key,
+                operation="update",
+                remote_id=new.remote_id,
+                remote_version=new.version,
+            )
+        )
+        self.w.crash_point(boundary)
+        return True
+
+    def observe_all(self, keys: list[str]) -> dict[str, Observed] | None:
+        target = self.target()
+        seen: dict[str, Observed] = {}
+        records = self.artifacts()
+        for key in keys:
+            record = records[key]
+            try:
+                back = target.read(record["remote_id"])
+            except RemoteMissing:
+                seen[key] = Observed(None)
+                continue
+            except TargetError as exc:
+                self.failure(
+                    type(exc).__name__,
+                    str(exc),
+                    retryable=self.item.state is not S.REVISION_PREPARED,
+                )
+                return None
+            diff = tuple(field_diff(Artifact.from_plain(record["content"]), back))
+            seen[key] = Observed(back.readback_hash, back.version, diff)
+        return seen
+
+    def read_back(self) -> None:
+        self.w.crash_point("before_readback")
+        keys = sorted(self.artifacts())
+        seen = self.observe_all(keys) if keys else {}
+        if seen is None:
+            return
+        self.w.crash_point("after_readback")
+        self.commit(ReadBack(**self.wc(), readbacks=seen))
+
+    # --- revision ----------------------------------------------------------------------------
+
+    def revise(self) -> None:
+        revision = self.item.doc("revision") or {}
+        scope = list(revision.get("scope", ()))
+        if not revision.get("staged"):
+            if self.a.revise is None:
+                self.failure(
+                    Reason.MODE_FORBIDS_REVISION.value,
+                    "the automation has no revise hook",
+                    retryable=False,
+                )
+                return
+            current = [
+                Artifact.from_plain(r["content"]) for _, r in sorted(self.artifacts().items())
+            ]
+            out = self.call(self.a.revise, revision.get("reason", ""), current)
+            if isinstance(out, o.RetryLater | o.Fail | o.NeedsEyes):
+                self.failure(
+                    "revise_hook", getattr(out, "message", getattr(out, "why", "")), retryable=False
+                )
+                return
+            if not self.stage(list(out), {}):
+                return
+            self.w.crash_point("revision_staged")
+        for key in sorted(scope):
+            record = self.artifacts()[key]
+            if record.get("last_op") == "update":
+                continue
+            try:
+                self.update_one(
+                    key, record, Artifact.from_plain(record["content"]), "revision_bound"
+                )
+            except RemoteMissing as exc:
+                self.failure(Reason.REMOTE_IDENTITY_MISSING.value, str(exc), retryable=False)
+                return
+            except VersionConflict as exc:
+                self.failure(Reason.REMOTE_VERSION_CONFLICT.value, str(exc), retryable=False)
+                return
+            except TargetError as exc:
+                self.failure(type(exc).__name__, str(exc), retryable=False)
+                return
+        seen = self.observe_all(sorted(scope))
+        if seen is None:
+            return
+        self.commit(ReadBack(**self.wc(), readbacks=seen))
+
+
+__all__ = ["BOUNDARIES", "CRASH_ENV", "LeaseLost", "Worker", "WorkerCommand"]
