@@ -171,6 +171,9 @@ class Policy:
     delivery: DeliveryPolicy = field(default_factory=DeliveryPolicy)
     lease_seconds: float = 30.0
     step_retry: Mapping[str, RetryPolicy] = field(default_factory=dict)
+    # Where deliveries go, as plain data (``{"kind": "directory", "root": ...}``), so that
+    # ``reconcile`` and ``publish`` can reach the target without the automation's code.
+    target: Mapping[str, Any] = field(default_factory=dict)
 
     def retry_for(self, state: str) -> RetryPolicy:
         """The retry policy of one step (work state): its override, else the automation's."""
@@ -179,6 +182,7 @@ class Policy:
     def to_plain(self) -> dict[str, Any]:
         return {
             "step_retry": {k: v.to_plain() for k, v in sorted(self.step_retry.items())},
+            "target": dict(self.target),
             "retry": self.retry.to_plain(),
             "approval": self.approval.to_plain(),
             "delivery": self.delivery.to_plain(),
@@ -197,4 +201,5 @@ class Policy:
             delivery=DeliveryPolicy.from_plain(doc["delivery"]),
             lease_seconds=float(doc["lease_seconds"]),
             step_retry={k: RetryPolicy.from_plain(v) for k, v in doc.get("step_retry", {}).items()},
+            target=dict(doc.get("target", {})),
         )

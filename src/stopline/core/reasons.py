@@ -57,3 +57,4 @@ class Reason(StrEnum):
     NOT_FOUND_REMOTE = "remote_not_found"
     ALREADY_STAGED = "already_staged"
     REMOTE_VERSION_CONFLICT = "remote_version_conflict"
+    TARGET_UNAVAILABLE = "target_unavailable"

@@ -122,7 +122,13 @@ class Automation:
             delivery=self.delivery,
             lease_seconds=self.lease_seconds,
             step_retry=dict(self.step_retry),
+            target=describe_target(self.target),
         )
+
+
+def describe_target(target: Target | None) -> dict[str, Any]:
+    describe = getattr(target, "describe", None)
+    return dict(describe()) if callable(describe) else {}
 
 
 @dataclass

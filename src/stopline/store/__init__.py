@@ -16,7 +16,7 @@ def database_url(explicit: str | None = None) -> str:
     return explicit or os.environ.get(ENV_URL) or DEFAULT_URL
 
 
-def open_store(url: str | None = None, *, migrate: bool = True) -> Store:
+def open_store(url: str | None = None, *, migrate: bool = True, check: bool = True) -> Store:
     """Open the store a URL names; apply pending migrations unless ``migrate=False``."""
     resolved = database_url(url)
     store: Store
@@ -38,7 +38,8 @@ def open_store(url: str | None = None, *, migrate: bool = True) -> Store:
         )
     if migrate:
         store.migrate()
-    store.check_schema()
+    if check:
+        store.check_schema()
     return store
 
 

@@ -1,0 +1,87 @@
+"""``stopline demo``: the bundled automations, end to end, on the default embedded store."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..controller import Controller
+from ..core.states import State
+from ..examples.demo import app, drafts_folder
+from ..runtime.runner import run
+from ..runtime.scheduler import Scheduler
+from ..store import Store, database_url
+from ..views import next_commands, summary_view, why
+from . import render
+
+APP = "stopline.examples.demo:app"
+S = State
+
+
+def run_demo(args: argparse.Namespace, store: Store, out: Any) -> int:
+    url = database_url(args.db)
+    Scheduler(store, app).register()
+    lines: list[str] = [f"stopline demo on {url} (drafts in ./{drafts_folder()})", ""]
+    say = lines.append
+
+    run(app, url, once=True, linger=args.linger)
+    controller = Controller(store)
+
+    # An approval round-trip: one reply draft approved, delivered, read back, completed.
+    reply = controller.item("support-triage/msg-1041")
+    if reply is not None and reply.state is S.AWAITING_APPROVAL:
+        digest = reply.doc("proposal")["digest"]
+        say("1. An approval round-trip, as alice would type it:")
+        say(f"   $ stopline approve {reply.id} --proposal {digest} --actor alice")
+        decision = controller.approve(reply.id, proposal=digest, actor="alice")
+        say(f"   -> {decision.outcome.value}: {decision.state.value if decision.state else '-'}")
+        run(app, url, once=True, linger=args.linger)
+        after = controller.item(reply.id)
+        say(
+            f"   after the workers ran: {after.state.value if after else '?'} ({why(after) if after else ''})"
+        )
+        say("")
+
+    restart = controller.item("service-health/checkout-api")
+    if (
+        restart is not None
+        and restart.state is S.AWAITING_APPROVAL
+        and not restart.doc("proposal")["approvals"]
+    ):
+        digest = restart.doc("proposal")["digest"]
+        say("2. A restart needs two distinct approvers; alice approved first:")
+        controller.approve(restart.id, proposal=digest, actor="alice")
+        say(f"   $ stopline approve {restart.id} --proposal {digest} --actor alice   -> 1 of 2")
+        say("   bob's approval would release it (paste, then run the workers):")
+        say(f"   $ stopline approve {restart.id} --proposal {digest} --actor bob")
+        say(f"   $ stopline run {APP} --once")
+        say("")
+
+    items = store.list_items()
+    rows = [(i.id, f"{i.automation}/{i.key}", i.state.value, why(i)) for i in items]
+    say("Where each item stopped, and why:")
+    say(render.table(rows, ["ID", "ITEM", "STATE", "WHY"]))
+    say("")
+    say("What a person would type next:")
+    for item in items:
+        for hint in next_commands(item):
+            say(f"  {hint}")
+    exhausted = [i for i in items if i.state is S.EXHAUSTED]
+    if exhausted:
+        say("")
+        say(f"The exhausted item keeps its account: stopline show {exhausted[0].id}")
+    digest_item = controller.item("weekly-digest/2026-W48")
+    if digest_item is not None and digest_item.state in (S.COMPLETED, S.REVISION_COMPLETED):
+        keys = " ".join(f"--artifact {a['key']}" for a in digest_item.doc("artifacts"))
+        say("")
+        say(
+            "The two-article digest was delivered as drafts and read back. To revise both in place:"
+        )
+        say(f'  $ stopline revise {digest_item.id} --actor carol --reason "clearer wording" {keys}')
+        say(f"  $ stopline run {APP} --once")
+    say("")
+    say("Actors: alice, bob (approver, operator), carol (operator), dana (viewer).")
+    if url != "sqlite:///stopline.db":
+        say(f"Commands above need --db {url} (or export STOPLINE_DATABASE_URL={url}).")
+    out.doc({"db": url, "items": [summary_view(i) for i in items]}, "\n".join(lines))
+    return 0

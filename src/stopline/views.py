@@ -1,0 +1,198 @@
+"""Plain views of items and events, shared by the CLI, the HTTP API and the web inbox."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .core.canonical import format_time, to_plain
+from .core.records import Event, Item
+from .core.states import State
+
+S = State
+
+
+def proposal_view(proposal: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if proposal is None:
+        return None
+    plain: dict[str, Any] = to_plain(proposal)
+    covered = {k: v for k, v in plain.items() if k not in ("digest", "approvals")}
+    plain["covers"] = sorted(covered)
+    plain["approvals_text"] = f"{len(plain['approvals'])} of {plain['required_approvals']}"
+    return plain
+
+
+def artifact_view(record: Mapping[str, Any]) -> dict[str, Any]:
+    content = record.get("content") or {}
+    return {
+        "key": record["key"],
+        "title": record.get("title"),
+        "content_hash": record.get("content_hash"),
+        "qa_hash": record.get("qa_hash"),
+        "qa": to_plain(record.get("qa")),
+        "remote_id": record.get("remote_id"),
+        "remote_version": record.get("remote_version"),
+        "readback_hash": record.get("readback_hash"),
+        "readback_verified": bool(record.get("readback_hash"))
+        and record.get("readback_hash") == record.get("content_hash"),
+        "last_op": record.get("last_op"),
+        "intent": to_plain(record.get("intent")),
+        "summary": content.get("summary"),
+        "body": content.get("body"),
+        "assets": [
+            {k: a[k] for k in ("name", "media_type", "sha256")} for a in content.get("assets", ())
+        ],
+    }
+
+
+def item_view(item: Item) -> dict[str, Any]:
+    """The ``stopline show --json`` object (CONTRACT.md)."""
+    d = item.data
+    revision = d.get("revision")
+    return {
+        "id": item.id,
+        "automation": item.automation,
+        "key": item.key,
+        "state": item.state.value,
+        "state_class": item.state.state_class.value,
+        "history_length": item.seq,
+        "version": item.version,
+        "created_at": format_time(item.created_at),
+        "updated_at": format_time(item.updated_at),
+        "attempts": item.attempts,
+        "max_attempts": item.max_attempts,
+        "next_eligible_at": format_time(item.next_eligible_at),
+        "account": to_plain(d.get("account")),
+        "attempt_log": to_plain(list(item.attempt_log)),
+        "grants": to_plain(d.get("grants", [])),
+        "lease": None
+        if item.lease_owner is None
+        else {
+            "owner": item.lease_owner,
+            "token": item.lease_token,
+            "expires_at": format_time(item.lease_expires_at) if item.lease_expires_at else None,
+        },
+        "fencing_token": item.lease_token,
+        "input": to_plain(d.get("input")),
+        "evidence": to_plain(d.get("evidence")),
+        "classification": to_plain(d.get("classification")),
+        "proposal": proposal_view(d.get("proposal")),
+        "previous_proposal": proposal_view(d.get("previous_proposal")),
+        "rejection": to_plain(d.get("rejection")),
+        "report": to_plain(d.get("report")),
+        "exception": to_plain(d.get("exception")),
+        "corrective_input": to_plain(d.get("corrective_input")),
+        "artifacts": [artifact_view(a) for a in d.get("artifacts", ())],
+        "delivery_seq": d.get("delivery_seq", 0),
+        "review_packet": to_plain(d.get("review_packet")),
+        "review": to_plain(d.get("review")),
+        "publication": to_plain(d.get("publication")),
+        "revision": None
+        if revision is None
+        else {
+            "sequence": revision["sequence"],
+            "state": revision["state"],
+            "request_digest": revision["request_digest"],
+            "reason": revision.get("reason"),
+            "scope": list(revision.get("scope", ())),
+            "source_seq": revision.get("source_seq"),
+            "superseded": to_plain(revision.get("superseded")),
+            "failure": to_plain(revision.get("failure")),
+        },
+        "result": to_plain(d.get("result")),
+        "closure": to_plain(d.get("closure")),
+        "failure": to_plain(d.get("failure")),
+    }
+
+
+def summary_view(item: Item) -> dict[str, Any]:
+    """One row of ``stopline items --json``."""
+    proposal = item.doc("proposal")
+    return {
+        "id": item.id,
+        "automation": item.automation,
+        "key": item.key,
+        "state": item.state.value,
+        "state_class": item.state.state_class.value,
+        "attempts": item.attempts,
+        "max_attempts": item.max_attempts,
+        "updated_at": format_time(item.updated_at),
+        "next_eligible_at": format_time(item.next_eligible_at),
+        "proposal_digest": proposal["digest"] if proposal else None,
+        "why": why(item),
+        "next": next_commands(item),
+    }
+
+
+def event_view(event: Event) -> dict[str, Any]:
+    return to_plain(event.to_plain())  # type: ignore[no-any-return]
+
+
+def why(item: Item) -> str:
+    """One line: why the item is where it is."""
+    d = item.data
+    state = item.state
+    if state is S.AWAITING_APPROVAL and d.get("proposal"):
+        p = d["proposal"]
+        return f"{p['action']} on {p['target'] or '-'} needs approval ({len(p['approvals'])} of {p['required_approvals']})"
+    if state is S.READY_FOR_REVIEW and d.get("report"):
+        return str(d["report"]["data"].get("summary", "a result to read"))
+    if state is S.EXCEPTION and d.get("exception"):
+        e = d["exception"]
+        return f"needs eyes ({e['owner']}): {e['why']}"
+    if state is S.EXHAUSTED and d.get("account"):
+        a = d["account"]
+        last = a.get("last_error") or {}
+        return f"{a['attempt_count']} of {a['max_attempts']} attempts spent; last: {last.get('class')}: {last.get('message')}"
+    if state is S.REVISION_FAILED and d.get("revision"):
+        f = d["revision"].get("failure") or {}
+        return f"revision {d['revision']['sequence']} failed: {', '.join(f.get('reasons', []))}"
+    if state in (S.COMPLETED, S.REVISION_COMPLETED):
+        n = len(d.get("artifacts", ()))
+        return f"delivered and read back ({n} artifact{'s' if n != 1 else ''})"
+    if state is S.CLOSED and d.get("closure"):
+        c = d["closure"]
+        return f"{c['how']} by {c['actor']}" + (f": {c['reason']}" if c.get("reason") else "")
+    if state is S.FAILED and d.get("failure"):
+        return f"{d['failure']['class']}: {d['failure']['message']}"
+    if state.is_work:
+        return f"due {format_time(item.next_eligible_at)} (attempt {item.attempts} of {item.max_attempts})"
+    return ""
+
+
+def next_commands(item: Item) -> list[str]:
+    """The commands a person would type next (ACTOR and REASON to fill in)."""
+    i = item.id
+    d = item.data
+    state = item.state
+    if state is S.AWAITING_APPROVAL and d.get("proposal"):
+        digest = d["proposal"]["digest"]
+        return [
+            f"stopline approve {i} --proposal {digest} --actor ACTOR",
+            f'stopline reject {i} --actor ACTOR --reason "REASON" [--return]',
+        ]
+    if state is S.READY_FOR_REVIEW:
+        return [f"stopline acknowledge {i} --actor ACTOR"]
+    if state is S.EXCEPTION:
+        return [f'stopline resolve {i} --actor ACTOR --reason "REASON" [--input JSON]']
+    if state is S.EXHAUSTED:
+        return [f'stopline resume {i} --actor ACTOR --reason "REASON" [--attempts N]']
+    if state is S.REVISION_FAILED and d.get("revision"):
+        r = d["revision"]
+        scope = " ".join(f"--artifact {k}" for k in r.get("scope", ()))
+        return [
+            f'stopline revise {i} --actor ACTOR --reason "{r.get("reason", "")}" {scope}',
+            f"stopline reconcile {i} --artifact KEY --actor ACTOR",
+        ]
+    if state in (S.COMPLETED, S.REVISION_COMPLETED):
+        keys = " ".join(f"--artifact {a['key']}" for a in d.get("artifacts", ()))
+        out = []
+        packet = d.get("review_packet")
+        if packet and not packet.get("void"):
+            out.append(
+                f"stopline review {i} --packet {packet['digest']} --verdict approve --actor ACTOR"
+            )
+        if keys:
+            out.append(f'stopline revise {i} --actor ACTOR --reason "REASON" {keys}')
+        return out
+    return []
