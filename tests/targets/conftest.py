@@ -53,7 +53,8 @@ class DavServer:
         os.kill(self.process.pid, signal.SIGSTOP)
 
     def resume(self) -> None:
-        os.kill(self.process.pid, signal.SIGCONT)
+        if self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGCONT)
 
 
 def start_wsgidav(root: Path) -> DavServer:

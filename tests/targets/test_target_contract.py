@@ -48,7 +48,7 @@ HOSTILE_KEYS = [
 HOSTILE_TITLES = [
     "../../../etc/passwd",
     "/etc/passwd",
-    "title: with colon\n---\nkey: \"forged\"\n---\n",
+    'title: with colon\n---\nkey: "forged"\n---\n',
     "---",
     "Ünïcödé ✓ 日本語 🚀",
     'quote " and backslash \\ and tab \t',
@@ -178,11 +178,12 @@ def test_concurrent_updates_from_one_version_let_exactly_one_win(harness: Harnes
         thread.start()
     for thread in threads:
         thread.join()
-    winners = [i for i, r in results.items() if isinstance(r, RemoteRef)]
+    winners = [(i, r) for i, r in results.items() if isinstance(r, RemoteRef)]
     assert len(winners) == 1, results
+    index, winner = winners[0]
     readback = harness.target.read(ref.remote_id)
-    assert readback.body == f"writer {winners[0]}"
-    assert readback.version == results[winners[0]].version  # type: ignore[union-attr]
+    assert readback.body == f"writer {index}"
+    assert readback.version == winner.version
 
 
 @pytest.mark.parametrize("key", HOSTILE_KEYS)

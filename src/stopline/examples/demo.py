@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from importlib import resources
 from typing import Any
 
-from ..core.artifacts import Artifact, Asset
+from ..core.artifacts import Artifact, Asset, Readback
 from ..core.commands import QAResult
 from ..core.policy import ApprovalPolicy, ApprovalRule, DeliveryPolicy, RetryPolicy
 from ..runtime.automation import App, Automation, Discovered, HookContext
@@ -32,6 +32,7 @@ from ..runtime.outcomes import (
     ReportForReview,
     TransientError,
 )
+from ..targets.base import RemoteRef
 from ..targets.directory import DirectoryTarget
 
 DRAFTS_ENV = "STOPLINE_DEMO_DRAFTS"
@@ -45,12 +46,37 @@ def drafts_folder() -> str:
     return os.environ.get(DRAFTS_ENV, "stopline-drafts")
 
 
-class _LazyDirectory(DirectoryTarget):
-    """A directory target whose root is read from the environment when first used."""
+class _LazyDirectory:
+    """A directory target whose folder is read from the environment when first used, so that
+    importing the demo creates nothing on disk."""
 
     def __init__(self, sub: str) -> None:
+        self.name = "directory"
         self._sub = sub
-        super().__init__(os.path.join(drafts_folder(), sub))
+        self._target: DirectoryTarget | None = None
+
+    def _get(self) -> DirectoryTarget:
+        if self._target is None:
+            self._target = DirectoryTarget(os.path.join(drafts_folder(), self._sub))
+        return self._target
+
+    def describe(self) -> dict[str, str]:
+        return self._get().describe()
+
+    def create(self, artifact: Artifact, idempotency_key: str) -> RemoteRef:
+        return self._get().create(artifact, idempotency_key)
+
+    def update(self, ref: RemoteRef, artifact: Artifact) -> RemoteRef:
+        return self._get().update(ref, artifact)
+
+    def read(self, remote_id: str) -> Readback:
+        return self._get().read(remote_id)
+
+    def find(self, idempotency_key: str) -> RemoteRef | None:
+        return self._get().find(idempotency_key)
+
+    def publish(self, ref: RemoteRef) -> str:
+        return self._get().publish(ref)
 
 
 # --- support triage ------------------------------------------------------------------------

@@ -210,6 +210,10 @@ class DirectoryTarget:
     def root(self) -> Path:
         return self._root
 
+    def describe(self) -> dict[str, str]:
+        """Plain data from which :func:`stopline.targets.registry.from_description` rebuilds it."""
+        return {"kind": "directory", "root": str(self._root), "name": self.name}
+
     # -- paths -------------------------------------------------------------------------------
 
     def _object_dir(self, remote_id: str) -> Path:

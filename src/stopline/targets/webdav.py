@@ -17,9 +17,11 @@ the tests run) and handled as follows:
   documents within one second keep the same ETag, so ``If-Match`` cannot tell them apart and a
   stale writer could overwrite a newer document. The version is therefore the hash of the bytes,
   compared by the client.
-* **PUT writes in place** (truncate, then stream the body). A reader can see a partial document
-  and an interrupted PUT leaves one behind; such a document does not parse and reads as a
-  :class:`TargetError` (never as a matching readback).
+* **PUT writes in place**: a new resource is created empty, an existing one truncated, then the
+  body is streamed in. A reader can see an empty or partial document, and an interrupted PUT
+  leaves one behind; such a document does not parse and reads (and finds) as a
+  :class:`TargetError`, never as a matching readback or as "absent". A create interrupted that
+  way blocks its key until an operator removes the resource: fail closed, not retried blindly.
 
 An update is therefore check-then-act, made safe with a WebDAV write lock (RFC 4918 class 2)::
 
@@ -150,6 +152,10 @@ class WebDAVTarget:
         self._client = httpx.Client(
             timeout=timeout, auth=auth, trust_env=trust_env, follow_redirects=False
         )
+
+    def describe(self) -> dict[str, str]:
+        """Plain data to rebuild this target (credentials are never described)."""
+        return {"kind": "webdav", "base_url": self.base_url, "name": self.name}
 
     def close(self) -> None:
         self._client.close()

@@ -1,0 +1,17 @@
+"""Slow reliability runs are marked ``slow``: skipped by default, run when STOPLINE_SLOW=1
+(``.ci/run`` sets it) or when selected explicitly with ``-m slow``."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("STOPLINE_SLOW") == "1" or "slow" in (config.getoption("-m") or ""):
+        return
+    skip = pytest.mark.skip(reason="slow reliability run: set STOPLINE_SLOW=1 (CI does)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

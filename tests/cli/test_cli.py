@@ -1,0 +1,213 @@
+"""The command line: contract JSON shapes, exit statuses, verify, actors."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stopline.cli.main import main
+
+CLI = [sys.executable, "-m", "stopline.cli.main"]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    code, out = run(capsys, *argv, "--json")
+    return code, json.loads(out)
+
+
+@pytest.fixture
+def demo_db(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> str:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("STOPLINE_DEMO_DRAFTS", str(tmp_path / "drafts"))
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    code, _doc = run_json(capsys, "demo", "--db", url)
+    assert code == 0
+    return url
+
+
+def test_demo_json_lists_items_at_every_stop_state(
+    demo_db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`stopline demo --json` prints {db, items} and leaves items at every stop state that exists."""
+    _code, doc = run_json(capsys, "items", "--db", demo_db)
+    states = {i["state"] for i in doc["items"]}
+    assert {
+        "awaiting_approval",
+        "ready_for_review",
+        "exception",
+        "exhausted",
+        "completed",
+    } <= states
+    for row in doc["items"]:
+        assert {"id", "automation", "key", "state"} <= set(row)
+
+
+def test_show_json_has_the_contract_fields(
+    demo_db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`show --json` carries the fields CONTRACT.md promises, for a proposal and an account."""
+    _, doc = run_json(capsys, "show", "service-health/checkout-api", "--db", demo_db)
+    for key in (
+        "id",
+        "automation",
+        "key",
+        "state",
+        "history_length",
+        "attempts",
+        "max_attempts",
+        "next_eligible_at",
+        "account",
+        "proposal",
+        "artifacts",
+        "revision",
+    ):
+        assert key in doc
+    proposal = doc["proposal"]
+    for key in ("digest", "action", "params", "required_roles", "required_approvals", "approvals"):
+        assert key in proposal
+    assert proposal["approvals_text"] == "1 of 2"
+    _, exhausted = run_json(capsys, "show", "service-health/billing-api", "--db", demo_db)
+    assert exhausted["state"] == "exhausted"
+    account = exhausted["account"]
+    assert account["attempt_count"] == 3 and len(account["attempts"]) == 3
+    assert {"at", "class", "message"} <= set(account["attempts"][0])
+    assert "resume" in account and "last_evidence_digest" in account
+    _, digest_item = run_json(capsys, "show", "weekly-digest/2026-W48", "--db", demo_db)
+    assert [a["key"] for a in digest_item["artifacts"]] == ["article-1", "article-2"]
+    for art in digest_item["artifacts"]:
+        assert art["readback_hash"] == art["content_hash"] and art["remote_id"]
+
+
+def test_unknown_item_is_refused_with_exit_3(
+    demo_db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A command on an unknown item is refused `unknown_item`, exit status 3."""
+    code, doc = run_json(
+        capsys, "close", "nope", "--actor", "carol", "--reason", "x", "--db", demo_db
+    )
+    assert code == 3 and doc["decision"] == "refused" and doc["reasons"] == ["unknown_item"]
+    assert doc["sequence"] is None
+
+
+def test_bad_usage_exits_2(demo_db: str) -> None:
+    """Malformed input is exit status 2 and writes nothing."""
+    out = subprocess.run(
+        [
+            *CLI,
+            "resolve",
+            "x",
+            "--actor",
+            "carol",
+            "--reason",
+            "r",
+            "--input",
+            "{not json",
+            "--db",
+            demo_db,
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2 and "not valid JSON" in out.stderr
+    out = subprocess.run([*CLI, "approve", "x", "--db", demo_db], capture_output=True, text=True)
+    assert out.returncode == 2
+
+
+def test_verify_detects_a_tampered_event(demo_db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Editing one event row directly makes `verify` exit 3 and name the item."""
+    code, doc = run_json(capsys, "verify", "--db", demo_db)
+    assert code == 0 and doc["ok"] and doc["problems"] == [] and doc["events"] > 0
+    path = demo_db.removeprefix("sqlite:///")
+    conn = sqlite3.connect(path)
+    item_id = conn.execute("SELECT item_id FROM events WHERE seq = 2 LIMIT 1").fetchone()[0]
+    conn.execute("DROP TRIGGER events_no_update")  # an attacker with write access to the file
+    conn.execute("UPDATE events SET actor = 'mallory' WHERE item_id = ? AND seq = 2", (item_id,))
+    conn.commit()
+    conn.close()
+    code, doc = run_json(capsys, "verify", "--db", demo_db)
+    assert code == 3 and not doc["ok"]
+    assert any(item_id in p and "altered" in p for p in doc["problems"])
+
+
+def test_the_event_log_refuses_updates(demo_db: str) -> None:
+    """The event table is append-only: an UPDATE is aborted by the database."""
+    conn = sqlite3.connect(demo_db.removeprefix("sqlite:///"))
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        conn.execute("UPDATE events SET actor = 'x'")
+    conn.close()
+
+
+def test_actors_registry_changes_are_audited(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """actors add/list/revoke/token each work, and each change is an audited actor event."""
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    assert (
+        run_json(
+            capsys, "actors", "add", "erin", "--role", "operator", "--role", "approver", "--db", url
+        )[0]
+        == 0
+    )
+    code, doc = run_json(capsys, "actors", "list", "--db", url)
+    assert doc["actors"] == [{"name": "erin", "roles": ["approver", "operator"], "active": True}]
+    code, doc = run_json(capsys, "actors", "token", "erin", "--db", url)
+    assert code == 0 and doc["token"].startswith("stl_")
+    assert run_json(capsys, "actors", "revoke", "erin", "--role", "approver", "--db", url)[1][
+        "roles"
+    ] == ["operator"]
+    assert run_json(capsys, "actors", "revoke", "erin", "--db", url)[1]["active"] is False
+    assert run_json(capsys, "actors", "token", "erin", "--db", url)[0] == 3
+    conn = sqlite3.connect(tmp_path / "a.db")
+    changes = [r[0] for r in conn.execute("SELECT change FROM actor_events ORDER BY id")]
+    tokens = conn.execute("SELECT hash, revoked_at FROM tokens").fetchall()
+    conn.close()
+    assert changes == ["add", "revoke_role", "revoke"]
+    assert len(tokens) == 1 and tokens[0][1] is not None and not tokens[0][0].startswith("stl_")
+    assert run_json(capsys, "verify", "--db", url)[0] == 0
+
+
+def test_operator_commands_need_a_known_operator(
+    demo_db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """acknowledge by an unknown actor is actor_unknown; by a viewer actor_not_authorized."""
+    code, doc = run_json(
+        capsys, "acknowledge", "service-health/search", "--actor", "ghost", "--db", demo_db
+    )
+    assert code == 3 and doc["reasons"] == ["actor_unknown"]
+    code, doc = run_json(
+        capsys, "acknowledge", "service-health/search", "--actor", "dana", "--db", demo_db
+    )
+    assert code == 3 and doc["reasons"] == ["actor_not_authorized"]
+    code, doc = run_json(
+        capsys, "acknowledge", "service-health/search", "--actor", "carol", "--db", demo_db
+    )
+    assert code == 0 and doc["decision"] == "applied" and doc["state"] == "closed"
+
+
+def test_migrate_is_idempotent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`stopline migrate` applies the schema once; a second run applies nothing."""
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    code, first = run_json(capsys, "migrate", "--db", url)
+    code2, second = run_json(capsys, "migrate", "--db", url)
+    assert code == code2 == 0 and first["applied"] == [1] and second["applied"] == []
+
+
+def test_env_var_selects_the_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """STOPLINE_DATABASE_URL is used when --db is absent."""
+    monkeypatch.setenv("STOPLINE_DATABASE_URL", f"sqlite:///{tmp_path / 'env.db'}")
+    assert run_json(capsys, "migrate")[0] == 0
+    assert (tmp_path / "env.db").exists()
