@@ -36,28 +36,29 @@ class BenchConfig:
 
     quick: bool = False
     # raw lease loop: N items, each needing K steps (K committed state changes).
-    items: int = 1000
+    items: int = 2500
     steps_per_item: int = 4
     workers: tuple[int, ...] = (1, 2, 4)
     sqlite_syncs: tuple[str, ...] = ("FULL", "NORMAL")
     # peers: N no-op jobs to drain.
-    jobs: int = 2000
+    jobs: int = 3000
     # hard limit for one scenario run in a subprocess (seconds)
     scenario_timeout: float = 180.0
     pg_admin_dsn: str = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
     tmp_dir: Path = TMP_DIR
     claim_cost: bool = False
     claim_backlogs: tuple[int, ...] = (10**3, 10**5, 10**6)
-    claim_samples: int = 300
+    claim_samples: int = 500
+    # free-form options for generators added later (e.g. a stopline scenario)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def quick_config(cls) -> BenchConfig:
         return cls(
             quick=True,
-            items=200,
+            items=500,
             workers=(1, 2, 4),
-            jobs=300,
+            jobs=600,
             scenario_timeout=90.0,
             claim_samples=100,
         )

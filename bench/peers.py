@@ -23,7 +23,6 @@ from importlib.metadata import version
 from typing import Any
 
 import psycopg
-
 from common import (
     BenchConfig,
     Row,
@@ -95,42 +94,56 @@ def procrastinate_drain(dsn: str, jobs: int, concurrency: int) -> dict[str, Any]
 # --------------------------------------------------------------------------- pgqueuer
 
 
-def pgqueuer_drain(dsn: str, jobs: int, batch_size: int) -> dict[str, Any]:
-    """Enqueue ``jobs`` no-op jobs, then time a QueueManager in drain mode."""
-    from datetime import timedelta
+def pgqueuer_drain(dsn: str, url: str, jobs: int, batch_size: int, driver: str) -> dict[str, Any]:
+    """Enqueue ``jobs`` no-op jobs, then time a QueueManager in drain mode.
+
+    ``driver``: "asyncpg" (pgqueuer's primary driver) or "psycopg" (PsycopgDriver on one
+    async connection in autocommit mode).
+    """
 
     from pgqueuer import Job, Queries, QueueManager
-    from pgqueuer.db import PsycopgDriver
     from pgqueuer.domain.types import QueueExecutionMode
 
     _quiet_logs()
 
+    async def connect() -> tuple[Any, Any]:
+        if driver == "asyncpg":
+            import asyncpg
+            from pgqueuer.db import AsyncpgDriver
+
+            conn = await asyncpg.connect(url)
+            return conn, AsyncpgDriver(conn)
+        from pgqueuer.db import PsycopgDriver
+
+        conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+        return conn, PsycopgDriver(conn)
+
     async def main() -> dict[str, Any]:
-        setup = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
-        async with setup:
-            queries = Queries(PsycopgDriver(setup))
+        setup, drv = await connect()
+        try:
+            queries = Queries(drv)
             await queries.install()
             left = jobs
             while left:
                 n = min(ENQUEUE_CHUNK, left)
                 await queries.enqueue(["noop"] * n, [None] * n, [0] * n)
                 left -= n
+        finally:
+            await setup.close()
 
-        conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
-        async with conn:
-            qm = QueueManager(Queries(PsycopgDriver(conn)))
+        conn, drv = await connect()
+        try:
+            qm = QueueManager(Queries(drv))
 
             @qm.entrypoint("noop")
             async def noop(job: Job) -> None:
                 return None
 
             t0 = time.monotonic()
-            await qm.run(
-                batch_size=batch_size,
-                mode=QueueExecutionMode.drain,
-                dequeue_timeout=timedelta(seconds=1),
-            )
+            await qm.run(batch_size=batch_size, mode=QueueExecutionMode.drain)
             elapsed = time.monotonic() - t0
+        finally:
+            await conn.close()
 
         with psycopg.connect(dsn) as c:
             left_rows = c.execute("SELECT count(*) FROM pgqueuer").fetchone()[0]
@@ -225,6 +238,7 @@ def _peer_row(
     *,
     scenario: str,
     concurrency: int,
+    jobs: int,
     run: Callable[[str, str], dict[str, Any]],
     **details: Any,
 ) -> Row:
@@ -234,8 +248,8 @@ def _peer_row(
         "store": "postgres",
         "workers": 1,
         "concurrency": concurrency,
-        "items": cfg.jobs,
-        "ops": cfg.jobs,
+        "items": jobs,
+        "ops": jobs,
         "unit": "jobs",
     }
     name = unique_db_name(scenario.split()[0])
@@ -246,13 +260,15 @@ def _peer_row(
     try:
         res = run(dsn_for(cfg.pg_admin_dsn, name), url_for(cfg.pg_admin_dsn, name))
     except Exception as exc:
-        return make_row(**base, seconds=None, error=short_error(exc), error_full=str(exc), **details)
+        return make_row(
+            **base, seconds=None, error=short_error(exc), error_full=str(exc), **details
+        )
     finally:
         with contextlib.suppress(Exception):
             drop_database(cfg.pg_admin_dsn, name)
     seconds = res.pop("seconds")
     done = res.get("done")
-    error = None if done == cfg.jobs else f"only {done} of {cfg.jobs} jobs finished"
+    error = None if done == jobs else f"only {done} of {jobs} jobs finished"
     return make_row(**base, seconds=seconds, error=error, **details, **res)
 
 
@@ -272,35 +288,46 @@ def rows(cfg: BenchConfig) -> Iterator[Row]:
             cfg,
             scenario="procrastinate",
             concurrency=c,
+            jobs=n,
             run=lambda dsn, url, c=c: run_isolated(procrastinate_drain, (dsn, n, c), t),
             version=_pkg("procrastinate"),
             variant=f"PsycopgConnector, concurrency={c}, listen_notify=False",
         )
 
-    for b in (1, 10):
+    # PsycopgDriver waits on notifies(timeout=1.0) while holding the connection, which
+    # shows up as ~1 s stalls (one early, several at shutdown): kept as a separate row.
+    pgq = [("asyncpg", 1), ("asyncpg", 10), ("psycopg", 10)]
+    for drv, b in pgq:
         yield _peer_row(
             cfg,
-            scenario="pgqueuer",
+            scenario="pgqueuer" if drv == "asyncpg" else "pgqueuer (psycopg driver)",
             concurrency=b,
-            run=lambda dsn, url, b=b: run_isolated(pgqueuer_drain, (dsn, n, b), t),
+            jobs=n,
+            run=lambda dsn, url, b=b, drv=drv: run_isolated(
+                pgqueuer_drain, (dsn, url, n, b, drv), t
+            ),
             version=_pkg("pgqueuer"),
-            variant=f"PsycopgDriver, batch_size={b}" + (" (default)" if b == 10 else ""),
+            variant=f"{drv} driver, batch_size={b}" + (" (default)" if b == 10 else ""),
             durability="durable (default)",
         )
 
     # worker_concurrency=1: one workflow in flight; each poll claims at most one, so the
-    # poll interval (10 ms here, 1 s by default) bounds the rate. 10: up to 10 per poll.
-    for c, polling in ((1, 0.01), (CONCURRENT, 0.01)):
+    # poll interval (10 ms here, 1 s by default) bounds the rate (~50/s): fewer jobs there
+    # keep the run short. worker_concurrency=10: up to 10 claimed per poll.
+    for c, polling, jobs in ((1, 0.01, min(n, max(100, n // 4))), (CONCURRENT, 0.01, n)):
 
-        def run_dbos(dsn: str, url: str, c: int = c, polling: float = polling) -> dict[str, Any]:
-            enq = run_isolated(dbos_enqueue, (url, n, c, polling), t)
-            res = run_isolated(dbos_drain, (url, dsn, n), t)
+        def run_dbos(
+            dsn: str, url: str, c: int = c, polling: float = polling, jobs: int = jobs
+        ) -> dict[str, Any]:
+            enq = run_isolated(dbos_enqueue, (url, jobs, c, polling), t)
+            res = run_isolated(dbos_drain, (url, dsn, jobs), t)
             return {**res, **enq}
 
         yield _peer_row(
             cfg,
             scenario="dbos",
             concurrency=c,
+            jobs=jobs,
             run=run_dbos,
             version=_pkg("dbos"),
             variant=(

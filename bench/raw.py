@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-
 from common import (
     BenchConfig,
     Row,

@@ -19,6 +19,6 @@ fi
 "$venv/bin/python" - <<'PY'
 from importlib.metadata import version
 
-for name in ("stopline", "psycopg", "procrastinate", "pgqueuer", "dbos"):
+for name in ("stopline", "psycopg", "procrastinate", "pgqueuer", "asyncpg", "dbos"):
     print(f"{name}=={version(name)}")
 PY

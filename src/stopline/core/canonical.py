@@ -34,9 +34,11 @@ class CanonicalError(ValueError):
 
 def format_time(value: datetime) -> str:
     """RFC 3339 UTC with microseconds, the one time format of stopline."""
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise CanonicalError("naive datetime has no canonical form; pass a timezone-aware time")
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if value.tzinfo is not UTC:
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise CanonicalError("naive datetime has no canonical form; pass a timezone-aware time")
+        value = value.astimezone(UTC)
+    return value.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def parse_time(text: str) -> datetime:
@@ -92,6 +94,46 @@ def sha256_bytes(data: bytes) -> str:
 
 
 EMPTY_MAP: Mapping[str, Any] = MappingProxyType({})
+
+
+def _storage_default(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, datetime):
+        return format_time(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
+    plain = getattr(value, "to_plain", None)
+    if callable(plain):
+        return plain()
+    raise CanonicalError(f"{type(value).__name__} has no JSON form")
+
+
+def fast_digest(value: Any) -> str:
+    """:func:`digest` through the C encoder, for values the core builds itself (string keys
+    only, times and bytes converted as in the canonical form): the event hash of every
+    transition. Equal to ``digest(value)`` for such values (a test holds them together)."""
+    text = json.dumps(
+        value,
+        default=_storage_default,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def storage_json(value: Any) -> str:
+    """Compact JSON for storage (not for digests): the C encoder, keys in insertion order."""
+    return json.dumps(
+        value, default=_storage_default, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def load_frozen(text: str | bytes) -> Any:
+    """Parse stored JSON into read-only mappings (arrays stay lists: they are never shared)."""
+    return json.loads(text, object_hook=MappingProxyType)
 
 
 def freeze(value: Any) -> Any:

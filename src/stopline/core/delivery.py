@@ -106,8 +106,9 @@ def decide_stage(item: Item, command: Stage, ctx: Context) -> Decision:
             a.key: staged_record(a, command.qa[a.key], previous.get(a.key))
             for a in command.artifacts
         }
-        for key, record in records.items():
-            record["idempotency_key"] = record.get("idempotency_key") or f"{item.id}:0:{key}"
+        seq = int(item.doc("delivery_seq") or 0)
+        for key, record in records.items():  # derived from item, sequence and artifact key
+            record["idempotency_key"] = record.get("idempotency_key") or f"{item.id}:{seq}:{key}"
         return transition(
             item,
             Cmd.STAGE,
@@ -252,7 +253,7 @@ def decide_delivered(item: Item, command: Delivered, ctx: Context) -> Decision:
     unbound = [k for k, a in artifacts_of(item).items() if not a.get("remote_id")]
     if unbound:
         reasons.append(Reason.ARTIFACT_NOT_BOUND)
-    if not item.doc("staged"):
+    if not item.doc("staged") and artifacts_of(item):
         reasons.append(Reason.ILLEGAL_TRANSITION)
     if reasons:
         return refused(item, reasons)
@@ -481,6 +482,8 @@ def decide_reconcile(item: Item, command: Reconcile, ctx: Context) -> Decision:
     record = artifacts.get(command.key)
     if record is None:
         reasons.append(Reason.SCOPE_INVALID)
+    elif reasons:
+        pass  # refused before any lookup: what was (not) found is not a reason here
     elif command.found is None or command.found.readback_hash is None or not command.remote_id:
         reasons.append(Reason.REMOTE_IDENTITY_MISSING)
     else:

@@ -14,7 +14,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
-from .canonical import digest, format_time, freeze
+from .canonical import fast_digest, format_time, freeze
 from .states import State
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -139,7 +139,7 @@ class Event:
         }
 
     def computed_hash(self) -> str:
-        return digest(self.body())
+        return fast_digest(self.body())
 
     def to_plain(self) -> dict[str, Any]:
         return {**self.body(), "hash": self.hash}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from .canonical import digest, format_time, freeze
@@ -81,7 +81,6 @@ def decide_observe(item: Item, command: Observe, ctx: Context) -> Decision:
         actor=command.worker,
         data=data,
         digests={"evidence": evidence["digest"]},
-        attempt_entry=_attempt(item, command.worker, ctx.now, "ok", "", "done"),
     )
 
 
@@ -150,7 +149,6 @@ def decide_propose(item: Item, command: Propose, ctx: Context) -> Decision:
         actor=command.worker,
         data=data,
         digests={"proposal": proposal["digest"]},
-        attempt_entry=_attempt(item, command.worker, ctx.now, "ok", "", "done"),
     )
 
 
@@ -167,7 +165,6 @@ def decide_report(item: Item, command: Report, ctx: Context) -> Decision:
         actor=command.worker,
         data={"report": report},
         digests={"report": report["digest"]},
-        attempt_entry=_attempt(item, command.worker, ctx.now, "ok", "", "done"),
     )
 
 
@@ -353,3 +350,29 @@ def decide_expire(item: Item, command: Expire, ctx: Context) -> Decision:
             attempt_entry=entry,
         )
     return refused(item, [Reason.NOT_DUE])
+
+
+def claimable(item: Item, now: datetime) -> bool:
+    """The claim predicate (the store's claim statement says the same in SQL)."""
+    return (
+        item.state.is_work
+        and item.next_eligible_at <= now
+        and not item.lease_live(now)
+        and item.attempts < item.max_attempts
+        and not (item.state is S.REVISION_PREPARED and item.lease_owner is not None)
+    )
+
+
+def continue_claim(item: Item, worker: str, now: datetime, lease_seconds: float) -> Item | None:
+    """The claim a worker folds into the commit that released the item, when the next step
+    is due at once: same counting (one attempt), a new fencing token, no extra event."""
+    if item.lease_owner is not None or not claimable(item, now):
+        return None
+    return replace(
+        item,
+        attempts=item.attempts + 1,
+        lease_token=item.lease_token + 1,
+        lease_owner=worker,
+        lease_expires_at=now + timedelta(seconds=lease_seconds),
+        claimed_at=now,
+    )

@@ -3,9 +3,10 @@
 Durable boundaries of a delivery, in order (each a commit; a crash between any two resumes
 from the last one, see ``docs/delivery.md``):
 
-``staged`` -> ``intent`` -> (remote call) -> ``bound`` -> ... -> ``delivered`` ->
-(read back) -> ``completed``; a revision: ``staged`` -> ``intent`` -> (update) -> ``bound``
--> (read back) -> ``revision_completed``.
+``executed`` -> ``staged`` -> per artifact: intent -> (create) -> ``bound`` -> ``delivered``
+-> (read back) -> ``completed``; a revision: ``revision_staged`` -> per artifact: intent ->
+(update) -> ``revision_bound`` -> (read back) -> ``revision_completed``. The crash points
+(``BOUNDARIES``) name these commits and the moments right before and after each remote call.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from ..core.reasons import Reason
 from ..core.records import Item
 from ..core.states import State
 from ..core.step import Context
+from ..core.work import continue_claim
 from ..store import Store
 from ..targets.base import OutcomeUnknown, RemoteMissing, RemoteRef, TargetError, VersionConflict
 from . import outcomes as o
@@ -56,21 +58,33 @@ from .automation import App, Automation, HookContext
 S = State
 log = logging.getLogger("stopline.worker")
 
-# Test hook: crash (os._exit) right after the named durable boundary is committed.
+# Test hook: with ``STOPLINE_CRASH_AT=<name>`` the worker process dies (``os._exit``, no
+# cleanup, as after SIGKILL) when it reaches the named point. Every point sits on a durable
+# boundary: right after a commit, or right before/after a remote call. ``tests/delivery`` runs a
+# real crash at each name listed here, and fails when a name has no crash test.
 CRASH_ENV = "STOPLINE_CRASH_AT"
-BOUNDARIES = (
-    "staged",
-    "before_create",
-    "after_create",
-    "bound",
-    "delivered",
-    "before_readback",
-    "after_readback",
-    "revision_staged",
-    "before_update",
-    "after_update",
-    "revision_bound",
+DELIVERY_BOUNDARIES = (
+    "executed",  # after the commit approved -> delivering (authority re-checked)
+    "staged",  # after the commit of the rendered artifacts and their QA evidence
+    "before_create",  # after the intent commit, before the create call
+    "after_create",  # after the create call returned, before its identity is bound
+    "bound",  # after the commit binding the remote identity (created or found)
+    "delivered",  # after the commit delivering -> pending_readback
+    "before_readback",  # claimed pending_readback, before the first read
+    "after_readback",  # every object read, before the final commit (-> completed)
 )
+REVISION_BOUNDARIES = (
+    "revision_staged",  # after the commit of the revised artifacts and their QA evidence
+    "before_update",  # after the update intent commit, before the conditional update call
+    "after_update",  # after the update call returned, before it is bound
+    "revision_bound",  # after the commit binding the updated object
+    "revision_before_readback",  # every object updated, before the first read
+    "revision_after_readback",  # every object read, before the gate commit
+)
+BOUNDARIES = DELIVERY_BOUNDARIES + REVISION_BOUNDARIES
+
+
+SWEEP_EVERY = 0.5  # seconds between sweeps of steps no claim may take any more
 
 
 def default_worker_id() -> str:
@@ -91,6 +105,7 @@ class Worker:
         clock: Callable[[], datetime] = utcnow,
         rng: Callable[[], float] = random.random,
         renew: bool = True,
+        chain: bool = True,
     ) -> None:
         self.store = store
         self.app = app
@@ -99,9 +114,11 @@ class Worker:
         self.clock = clock
         self.rng = rng
         self.renew = renew
+        self.chain = chain
         self._policies: dict[str, Policy] = {a.name: a.policy for a in app.automations}
         self._crash_at = os.environ.get(CRASH_ENV, "")
         self.refusals = 0
+        self._last_sweep: datetime | None = None
 
     # --- the loop ------------------------------------------------------------------------------
 
@@ -118,8 +135,10 @@ class Worker:
 
     def tick(self) -> bool:
         """Run at most one step. ``True`` when a step was claimed."""
-        self.sweep()
         now = self.clock()
+        if self._last_sweep is None or (now - self._last_sweep).total_seconds() >= SWEEP_EVERY:
+            self.sweep()
+            self._last_sweep = now
         lease = max(a.lease_seconds for a in self.app.automations)
         item = self.store.claim(self.id, now, lease, list(self.automations))
         if item is None:
@@ -128,6 +147,8 @@ class Worker:
         return True
 
     def process(self, item: Item) -> None:
+        """Run the claimed step, and the steps after it while each is due at once: the claim
+        of the next step rides on the commit that ended the previous one."""
         automation = self.automations[item.automation]
         stop = threading.Event()
         holder = _LeaseHolder(item)
@@ -138,7 +159,13 @@ class Worker:
             )
             renewer.start()
         try:
-            _Step(self, automation, holder).run()
+            while True:
+                token = holder.item.lease_token
+                _Step(self, automation, holder).run()
+                nxt = holder.item
+                if nxt.lease_owner != self.id or nxt.lease_token == token or not nxt.state.is_work:
+                    break
+                holder.reset(nxt)
         except LeaseLost:
             log.warning("lease lost on %s; nothing more is written", item.id)
         finally:
@@ -173,6 +200,7 @@ class Worker:
                 raise LeaseLost(item.id)
             return decision
         if decision.outcome is Outcome.APPLIED:
+            decision = self._chain(decision, policy)
             if not self.store.apply(decision):
                 fresh = self.store.get(item.id)
                 if fresh is not None:
@@ -184,6 +212,13 @@ class Worker:
             assert decision.after is not None
             holder.item = decision.after
         return decision
+
+    def _chain(self, decision: Decision, policy: Policy) -> Decision:
+        after = decision.after
+        if not self.chain or after is None or after.automation not in self.automations:
+            return decision
+        claimed = continue_claim(after, self.id, self.clock(), policy.lease_seconds)
+        return decision if claimed is None else replace(decision, after=claimed)
 
     def crash_point(self, name: str) -> None:
         if self._crash_at == name:
@@ -198,6 +233,11 @@ class _LeaseHolder:
         self.item = item
         self._lock = threading.Lock()
         self._expires: datetime | None = item.lease_expires_at
+
+    def reset(self, item: Item) -> None:
+        with self._lock:
+            self.item = item
+            self._expires = item.lease_expires_at
 
     def renewed(self, now: datetime, seconds: float) -> None:
         with self._lock:
@@ -333,7 +373,9 @@ class _Step:
             self.unexpected("propose", out)
 
     def execute(self) -> None:
-        self.commit(Execute(**self.wc()))
+        decision = self.commit(Execute(**self.wc()))
+        if decision.applied and decision.state is S.DELIVERING:
+            self.w.crash_point("executed")
 
     # --- delivery --------------------------------------------------------------------------------
 
@@ -377,6 +419,10 @@ class _Step:
                 self.commit(
                     NeedsEyes(**self.wc(), owner="operators", why="artifacts but no target")
                 )
+                return
+            if not out.artifacts:  # an action with no object to deliver: nothing to stage
+                self.commit(Delivered(**self.wc(), result=dict(out.result)))
+                self.w.crash_point("delivered")
                 return
             if not self.stage(list(out.artifacts), out.result):
                 return
@@ -543,30 +589,49 @@ class _Step:
                     "revise_hook", getattr(out, "message", getattr(out, "why", "")), retryable=False
                 )
                 return
+            if isinstance(out, Artifact) or not (
+                isinstance(out, list | tuple) and all(isinstance(a, Artifact) for a in out)
+            ):
+                why = f"the revise hook returned {type(out).__name__}, not a list of artifacts"
+                self.failure("revise_hook", why, retryable=False)
+                return
             if not self.stage(list(out), {}):
                 return
             self.w.crash_point("revision_staged")
         for key in sorted(scope):
             record = self.artifacts()[key]
             if record.get("last_op") == "update":
-                continue
+                continue  # updated and bound before a crash or a resume
             try:
                 self.update_one(
                     key, record, Artifact.from_plain(record["content"]), "revision_bound"
                 )
-            except RemoteMissing as exc:
+            except RemoteMissing as exc:  # never recreated: the revision stops
                 self.failure(Reason.REMOTE_IDENTITY_MISSING.value, str(exc), retryable=False)
                 return
             except VersionConflict as exc:
                 self.failure(Reason.REMOTE_VERSION_CONFLICT.value, str(exc), retryable=False)
                 return
-            except TargetError as exc:
-                self.failure(type(exc).__name__, str(exc), retryable=False)
+            except OutcomeUnknown as exc:  # the resumed revision reads the object first
+                self.failure("outcome_unknown", str(exc), retryable=False)
                 return
+            except TargetError as exc:
+                self.failure(Reason.TARGET_UNAVAILABLE.value, str(exc), retryable=False)
+                return
+        self.w.crash_point("revision_before_readback")
         seen = self.observe_all(sorted(scope))
         if seen is None:
             return
+        self.w.crash_point("revision_after_readback")
         self.commit(ReadBack(**self.wc(), readbacks=seen))
 
 
-__all__ = ["BOUNDARIES", "CRASH_ENV", "LeaseLost", "Worker", "WorkerCommand"]
+__all__ = [
+    "BOUNDARIES",
+    "CRASH_ENV",
+    "DELIVERY_BOUNDARIES",
+    "REVISION_BOUNDARIES",
+    "LeaseLost",
+    "Worker",
+    "WorkerCommand",
+]

@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..core.canonical import digest, format_time, freeze, parse_time, to_plain
+from ..core.canonical import digest, format_time, freeze, load_frozen, parse_time, storage_json
 from ..core.decision import Decision
 from ..core.policy import Policy
 from ..core.records import Actor, Event, Item
@@ -57,9 +57,7 @@ class SQLStore(ABC):
         return None if value is None else format_time(value)
 
     def _json(self, value: Any) -> Any:
-        return json.dumps(
-            to_plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-        )
+        return storage_json(value)
 
     @staticmethod
     def _from_time(value: Any) -> datetime | None:
@@ -72,6 +70,10 @@ class SQLStore(ABC):
     @staticmethod
     def _from_json(value: Any) -> Any:
         return json.loads(value) if isinstance(value, str | bytes) else value
+
+    @staticmethod
+    def _from_json_frozen(value: Any) -> Any:
+        return load_frozen(value) if isinstance(value, str | bytes) else freeze(value)
 
     @staticmethod
     def _rowcount(cur: Any) -> int:
@@ -126,8 +128,8 @@ class SQLStore(ABC):
             lease_token=int(row["lease_token"]),
             lease_expires_at=self._from_time(row["lease_expires_at"]),
             claimed_at=self._from_time(row["claimed_at"]),
-            attempt_log=freeze(self._from_json(row["attempt_log"])),
-            data=freeze(self._from_json(row["data"])),
+            attempt_log=tuple(self._from_json_frozen(row["attempt_log"])),
+            data=self._from_json_frozen(row["data"]),
         )
 
     def _item_params(self, item: Item) -> dict[str, Any]:
