@@ -49,9 +49,13 @@ def work_loop(
 ) -> int:
     """Claim and run steps until stopped (or, with ``once``, until nothing is due soon)."""
     steps = 0
+    next_fire: datetime | None = None
     while not stop.requested:
         if scheduler is not None and not once:
-            scheduler.tick()
+            now = clock()
+            if next_fire is None or now >= next_fire:
+                scheduler.tick()
+                next_fire = scheduler.next_fire()
         if worker.tick():
             steps += 1
             continue
@@ -62,10 +66,8 @@ def work_loop(
             wait = min(wait, max((due - now).total_seconds(), 0.0))
         if once and (due is None or (due - now).total_seconds() > linger):
             break
-        if scheduler is not None and not once:
-            fire = scheduler.next_fire()
-            if fire is not None:
-                wait = min(wait, max((fire - now).total_seconds(), 0.0))
+        if scheduler is not None and not once and next_fire is not None:
+            wait = min(wait, max((next_fire - now).total_seconds(), 0.0))
         worker.store.wait_for_work(max(wait, 0.01))
     return steps
 
