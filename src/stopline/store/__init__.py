@@ -36,10 +36,14 @@ def open_store(url: str | None = None, *, migrate: bool = True, check: bool = Tr
         raise UnsupportedURL(
             f"unsupported database URL {resolved!r}: use sqlite:/// or postgresql://"
         )
-    if migrate:
-        store.migrate()
-    if check:
-        store.check_schema()
+    try:
+        if migrate:
+            store.migrate()
+        if check:
+            store.check_schema()
+    except BaseException:
+        store.close()
+        raise
     return store
 
 

@@ -88,7 +88,7 @@ ORDER BY updated_at, id
 LIMIT :limit;
 
 -- name: count_by_state
-SELECT state, COUNT(*) AS n, MIN(updated_at) AS oldest FROM items GROUP BY state;
+SELECT state, COUNT(*) AS n, MIN(updated_at) AS oldest FROM items GROUP BY state ORDER BY state;
 
 -- name: history
 SELECT * FROM events WHERE item_id = :id ORDER BY seq;

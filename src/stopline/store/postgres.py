@@ -1,0 +1,214 @@
+"""The PostgreSQL store: psycopg 3, a small connection pool, LISTEN/NOTIFY for new work.
+
+Transactions. Every write is one transaction on a pooled connection (``BEGIN`` .. ``COMMIT``,
+rolled back on any error); reads run in autocommit, one snapshot per statement. The default
+isolation (READ COMMITTED) is enough: every write is guarded by a compare-and-set on the item
+version, the claim locks its row with ``FOR UPDATE SKIP LOCKED``, and actor changes take an
+advisory lock (see ``upsert_actor`` in ``sql/postgres/queries.sql``).
+
+Reconnecting. Each connection taken from the pool is checked first (an empty query, one round
+trip); a broken one goes back to the pool, which discards it and opens a replacement, and the
+next one is tried at once. So after a server restart or a killed backend the next transaction
+runs on a fresh connection without delay (the pool's own ``check`` would sleep a backoff second
+per broken connection). A failure *during* a transaction is not retried here:
+it reaches the caller as :class:`psycopg.OperationalError`. That is deliberate. Only a failure
+before ``COMMIT`` was sent is known to have written nothing, and the store cannot see where
+the caller's statements stopped; a commit whose outcome is unknown must never be replayed
+blindly. The caller re-reads the item and decides again, and the version guard makes that safe.
+
+Waking workers. A trigger (``items_notify_work``) sends ``NOTIFY stopline_work`` inside the
+writing transaction whenever an item enters a work state or gets a new due time, so the
+notification is delivered exactly when the write commits. :meth:`PostgresStore.wait_for_work`
+listens on a dedicated connection, kept open between calls so that nothing sent between two
+waits is lost.
+
+Migrations run one by one, each in a transaction holding ``pg_advisory_xact_lock``: two hosts
+starting at once apply each migration exactly once, the second one waiting for the first.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from psycopg.rows import DictRow, dict_row
+from psycopg.types.json import Json
+from psycopg_pool import ConnectionPool
+
+from ..core.canonical import CanonicalError, storage_json
+from .base import SQLStore
+
+CHANNEL = "stopline_work"
+MIGRATION_LOCK = "stopline.migrate"  # hashed into the advisory lock key
+
+
+class PostgresStore(SQLStore):
+    dialect = "postgres"
+    pyformat = True
+    integrity_errors = (psycopg.errors.UniqueViolation,)
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 4,
+        timeout: float = 30.0,
+    ) -> None:
+        """``timeout``: the longest wait for a pooled connection (also the connect timeout of
+        the listening connection), after which :class:`psycopg_pool.PoolTimeout` is raised."""
+        super().__init__(url)
+        self.timeout = timeout
+        self._pool: ConnectionPool[psycopg.Connection[DictRow]] = ConnectionPool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+            kwargs={"autocommit": True, "row_factory": dict_row},
+            name="stopline",
+            open=True,
+        )
+        self._listen_lock = threading.Lock()
+        self._listen_conn: psycopg.Connection[Any] | None = None
+
+    def close(self) -> None:
+        with self._listen_lock:
+            self._drop_listener()
+        self._pool.close()
+
+    # --- transactions ----------------------------------------------------------------------
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[DictRow]]:
+        """A pooled connection that answered a round trip just now.
+
+        At most ``max_size`` broken connections are skipped (that empties a pool that a server
+        restart left stale); the next one is used unchecked and any failure reaches the caller.
+        """
+        for skipped in range(self._pool.max_size + 1):
+            with self._pool.connection() as conn:
+                if skipped < self._pool.max_size and not _alive(conn):
+                    continue  # returned broken: the pool discards it and opens another
+                yield conn
+                return
+
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
+        with self._connection() as conn, conn.transaction(), conn.cursor() as cur:
+            yield cur
+
+    @contextmanager
+    def _read(self) -> Iterator[Any]:
+        with self._connection() as conn, conn.cursor() as cur:
+            yield cur
+
+    # --- value codecs ------------------------------------------------------------------------
+
+    def _time(self, value: datetime | None) -> Any:
+        if value is not None and value.utcoffset() is None:
+            # timestamptz would silently read a naive time in the session's time zone
+            raise CanonicalError("naive datetime has no canonical form; pass a timezone-aware time")
+        return value
+
+    @staticmethod
+    def _from_time(value: Any) -> datetime | None:
+        found = SQLStore._from_time(value)
+        return None if found is None else found.astimezone(UTC)
+
+    def _json(self, value: Any) -> Any:
+        # ``json``, not ``jsonb``: the stored text is kept exactly, so digests and event hashes
+        # recompute from it (jsonb would rewrite some numbers and refuse NUL characters).
+        return Json(value, dumps=storage_json)
+
+    def _automations_param(self, automations: Sequence[str] | None) -> Any:
+        return None if automations is None else list(automations)
+
+    # --- schema ----------------------------------------------------------------------------
+
+    def schema_version(self) -> int:
+        with self._read() as cur:
+            cur.execute("SELECT to_regclass('schema_migrations') IS NOT NULL AS found")
+            if not cur.fetchone()["found"]:
+                return 0
+            cur.execute("SELECT MAX(version) AS v FROM schema_migrations")
+            return int(cur.fetchone()["v"] or 0)
+
+    def _apply_migration(self, version: int, name: str, sql: str) -> bool:
+        with self._connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (MIGRATION_LOCK,))
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY,"
+                " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            done = conn.execute(
+                "SELECT 1 FROM schema_migrations WHERE version = %s", (version,)
+            ).fetchone()
+            if done:
+                return False
+            conn.execute(sql)  # no parameters: the whole script in one simple query
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (version, name)
+            )
+        return True
+
+    # --- waking workers ------------------------------------------------------------------------
+
+    def wait_for_work(self, timeout: float) -> None:
+        """Block until a ``stopline_work`` notification or ``timeout`` seconds.
+
+        Notifications queued since the last call return at once (and are drained together).
+        Returning early is always safe: the caller then simply tries to claim. If the listening
+        connection broke, it is reopened and the call returns at once (a notification may have
+        been missed); if it cannot be reopened, the call sleeps out its timeout.
+        """
+        deadline = time.monotonic() + max(0.0, timeout)
+        if not self._listen_lock.acquire(timeout=max(0.0, timeout)):
+            return  # the time ran out while another thread of this store was waiting
+        try:
+            try:
+                conn = self._listener()
+                remaining = max(0.0, deadline - time.monotonic())
+                for _ in conn.notifies(timeout=remaining, stop_after=1):
+                    pass
+                for _ in conn.notifies(timeout=0):
+                    pass
+                return
+            except psycopg.OperationalError:
+                self._drop_listener()
+            try:
+                self._listener()
+                return
+            except psycopg.OperationalError:
+                self._drop_listener()
+        finally:
+            self._listen_lock.release()
+        time.sleep(max(0.0, deadline - time.monotonic()))
+
+    def _listener(self) -> psycopg.Connection[Any]:
+        """The listening connection (opened on first use; the caller holds the lock)."""
+        if self._listen_conn is None or self._listen_conn.closed:
+            conn = psycopg.connect(
+                self.url, autocommit=True, connect_timeout=max(2, int(self.timeout))
+            )
+            conn.execute("LISTEN " + CHANNEL)
+            self._listen_conn = conn
+        return self._listen_conn
+
+    def _drop_listener(self) -> None:
+        if self._listen_conn is not None:
+            with suppress(psycopg.Error):
+                self._listen_conn.close()
+            self._listen_conn = None
+
+
+def _alive(conn: psycopg.Connection[Any]) -> bool:
+    try:
+        conn.execute("")
+    except psycopg.OperationalError:
+        return False
+    return True

@@ -1,0 +1,169 @@
+-- Named queries of the PostgreSQL store: the names and meaning of the SQLite ones.
+-- Parameters are :name (turned into %(name)s on load). Times are timestamptz parameters,
+-- JSON documents jsonb ones; :automations is a text[] or NULL.
+
+-- name: claim
+-- Take the most overdue claimable item: a due work step, not leased (or its lease expired),
+-- with budget left. Counting the attempt and fencing the lease happen in this one statement;
+-- SKIP LOCKED lets concurrent claimers pass over a row another claim is taking.
+-- A lease that expired without an outcome is logged as an abandoned attempt.
+UPDATE items SET
+    attempts = attempts + 1,
+    lease_token = lease_token + 1,
+    version = version + 1,
+    attempt_log = CASE WHEN lease_owner IS NULL THEN attempt_log
+        ELSE (attempt_log::jsonb || jsonb_build_array(jsonb_build_object(
+            'attempt', attempts, 'state', state, 'claimed_at', stopline_rfc3339(claimed_at),
+            'at', stopline_rfc3339(:now), 'worker', lease_owner, 'class', 'lease_expired',
+            'message', 'the lease expired before the worker recorded an outcome',
+            'outcome', 'abandoned')))::json END,
+    lease_owner = :worker,
+    lease_expires_at = :expires_at,
+    claimed_at = :now
+WHERE id = (
+    SELECT id FROM items
+    WHERE state_class = 'work'
+      AND next_eligible_at <= :now
+      AND (lease_owner IS NULL OR lease_expires_at <= :now)
+      AND attempts < max_attempts
+      AND NOT (state = 'revision_prepared' AND lease_owner IS NOT NULL)
+      AND (CAST(:automations AS text[]) IS NULL
+           OR automation = ANY (CAST(:automations AS text[])))
+    ORDER BY next_eligible_at
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING *;
+
+-- name: sweepable
+-- Steps that no claim may take any more: budget spent, or a revision whose lease ran out.
+SELECT * FROM items
+WHERE state_class = 'work'
+  AND (lease_owner IS NULL OR lease_expires_at <= :now)
+  AND (attempts >= max_attempts OR (state = 'revision_prepared' AND lease_owner IS NOT NULL))
+ORDER BY next_eligible_at
+LIMIT :limit;
+
+-- name: next_due
+SELECT MIN(next_eligible_at) AS at FROM items
+WHERE state_class = 'work' AND attempts < max_attempts
+  AND (CAST(:automations AS text[]) IS NULL OR automation = ANY (CAST(:automations AS text[])));
+
+-- name: renew
+-- Extends a live lease of the current token. It leaves the version alone: a renewal is not a
+-- decision, and the holder's next commit must not lose its compare-and-set to its own renewal.
+UPDATE items SET lease_expires_at = :expires_at
+WHERE id = :id AND lease_owner = :worker AND lease_token = :token AND lease_expires_at > :now;
+
+-- name: insert_item
+INSERT INTO items (id, automation, key, state, state_class, version, seq, head, created_at,
+    updated_at, attempts, max_attempts, next_eligible_at, lease_owner, lease_token,
+    lease_expires_at, claimed_at, attempt_log, data)
+VALUES (:id, :automation, :key, :state, :state_class, :version, :seq, :head, :created_at,
+    :updated_at, :attempts, :max_attempts, :next_eligible_at, :lease_owner, :lease_token,
+    :lease_expires_at, :claimed_at, :attempt_log, :data)
+ON CONFLICT (automation, key) DO NOTHING;
+
+-- name: update_item
+-- Compare-and-set on the version the decision was made from.
+UPDATE items SET state = :state, state_class = :state_class, version = :version, seq = :seq,
+    head = :head, updated_at = :updated_at, attempts = :attempts, max_attempts = :max_attempts,
+    next_eligible_at = :next_eligible_at, lease_owner = :lease_owner, lease_token = :lease_token,
+    lease_expires_at = :lease_expires_at, claimed_at = :claimed_at, attempt_log = :attempt_log,
+    data = :data
+WHERE id = :id AND version = :expected_version;
+
+-- name: insert_event
+INSERT INTO events (item_id, seq, at, command, actor, from_state, to_state, reasons, digests,
+    detail, prev_hash, hash)
+VALUES (:item_id, :seq, :at, :command, :actor, :from_state, :to_state, :reasons, :digests,
+    :detail, :prev_hash, :hash);
+
+-- name: get_item
+SELECT * FROM items WHERE id = :id;
+
+-- name: find_item
+SELECT * FROM items WHERE automation = :automation AND key = :key;
+
+-- name: list_items
+SELECT * FROM items
+WHERE (CAST(:state AS text) IS NULL OR state = :state)
+  AND (CAST(:automation AS text) IS NULL OR automation = :automation)
+  AND (CAST(:state_class AS text) IS NULL OR state_class = :state_class)
+ORDER BY updated_at, id
+LIMIT :limit;
+
+-- name: count_by_state
+SELECT state, COUNT(*) AS n, MIN(updated_at) AS oldest FROM items GROUP BY state ORDER BY state;
+
+-- name: history
+SELECT * FROM events WHERE item_id = :id ORDER BY seq;
+
+-- name: all_events
+SELECT * FROM events ORDER BY item_id, seq;
+
+-- name: all_items
+SELECT * FROM items ORDER BY id;
+
+-- name: upsert_automation
+INSERT INTO automations (name, policy, version, updated_at)
+VALUES (:name, :policy, :version, :updated_at)
+ON CONFLICT (name) DO UPDATE SET policy = excluded.policy, version = excluded.version,
+    updated_at = excluded.updated_at
+WHERE automations.version <> excluded.version;
+
+-- name: get_automation
+SELECT * FROM automations WHERE name = :name;
+
+-- name: list_actors
+SELECT * FROM actors ORDER BY name;
+
+-- name: get_actor
+SELECT * FROM actors WHERE name = :name;
+
+-- name: upsert_actor
+-- The first statement of an actor change takes the actor-log lock (held to commit), so the
+-- statements after it (read the last hash, append the event) see every earlier change: the
+-- chain never forks. SQLite gets the same from BEGIN IMMEDIATE.
+WITH serial AS (SELECT pg_advisory_xact_lock(hashtext('stopline.actor_events')))
+INSERT INTO actors (name, roles, active, created_at, updated_at)
+SELECT :name, :roles, :active, :at, :at FROM serial
+ON CONFLICT (name) DO UPDATE SET roles = excluded.roles, active = excluded.active,
+    updated_at = excluded.updated_at;
+
+-- name: last_actor_event
+SELECT hash FROM actor_events ORDER BY id DESC LIMIT 1;
+
+-- name: insert_actor_event
+INSERT INTO actor_events (at, actor, change, detail, prev_hash, hash)
+VALUES (:at, :actor, :change, :detail, :prev_hash, :hash);
+
+-- name: list_actor_events
+SELECT * FROM actor_events ORDER BY id;
+
+-- name: insert_token
+INSERT INTO tokens (hash, actor, created_at) VALUES (:hash, :actor, :at);
+
+-- name: token_actor
+SELECT actor FROM tokens WHERE hash = :hash AND revoked_at IS NULL;
+
+-- name: revoke_tokens
+UPDATE tokens SET revoked_at = :at WHERE actor = :actor AND revoked_at IS NULL;
+
+-- name: get_idempotency
+SELECT * FROM idempotency WHERE key = :key;
+
+-- name: insert_idempotency
+INSERT INTO idempotency (key, command_digest, item_id, decision, at)
+VALUES (:key, :command_digest, :item_id, :decision, :at);
+
+-- name: insert_refusal
+INSERT INTO refusals (at, item_id, command, actor, reasons)
+VALUES (:at, :item_id, :command, :actor, :reasons);
+
+-- name: get_schedule
+SELECT last_run_at FROM schedules WHERE automation = :automation;
+
+-- name: set_schedule
+INSERT INTO schedules (automation, last_run_at) VALUES (:automation, :at)
+ON CONFLICT (automation) DO UPDATE SET last_run_at = excluded.last_run_at;

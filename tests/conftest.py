@@ -1,0 +1,155 @@
+"""Shared fixtures: a fresh store of each kind for every test.
+
+PostgreSQL comes from ``STOPLINE_TEST_POSTGRES_URL`` (default: the local server, user
+``postgres``). Once per test session (per xdist worker) a uniquely named template database is
+created and migrated; every test gets its own copy (``CREATE DATABASE ... TEMPLATE``), dropped
+afterwards. If the server is unreachable the PostgreSQL tests are skipped, with the reason in
+the summary, unless ``STOPLINE_REQUIRE_POSTGRES=1`` makes that a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NoReturn
+from urllib.parse import urlsplit
+
+import pytest
+
+from stopline.store import Store, open_store
+
+POSTGRES_URL_ENV = "STOPLINE_TEST_POSTGRES_URL"
+REQUIRE_POSTGRES_ENV = "STOPLINE_REQUIRE_POSTGRES"
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+STORE_KINDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that ask for a PostgreSQL database carry the ``postgres`` marker."""
+    for item in items:
+        if "postgres_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.postgres)
+
+
+# --- PostgreSQL --------------------------------------------------------------------------
+
+
+class PostgresServer:
+    """A reachable server holding this session's migrated template database."""
+
+    def __init__(self, url: str, admin: Any) -> None:
+        self.url = url
+        self.admin = admin  # an autocommit psycopg connection to the maintenance database
+        self.template = self._name("tpl")
+        self.admin.execute(f'CREATE DATABASE "{self.template}"')
+        try:
+            open_store(self.url_for(self.template)).close()  # migrates
+        except BaseException:
+            self.close()
+            raise
+
+    @staticmethod
+    def _name(kind: str) -> str:
+        return f"stopline_{kind}_{os.getpid()}_{secrets.token_hex(4)}"
+
+    def url_for(self, database: str) -> str:
+        return urlsplit(self.url)._replace(path=f"/{database}").geturl()
+
+    def create(self, *, migrated: bool = True) -> str:
+        """A new database (a copy of the migrated template, or empty); returns its name."""
+        name = self._name("t")
+        source = self.template if migrated else "template0"
+        self.admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{source}"')
+        return name
+
+    def drop(self, database: str) -> None:
+        """Drop a database, ending any session still connected to it."""
+        self.admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+    def close(self) -> None:
+        self.drop(self.template)
+        self.admin.close()
+
+
+def _unavailable(message: str) -> NoReturn:
+    if os.environ.get(REQUIRE_POSTGRES_ENV) == "1":
+        pytest.fail(f"{message} ({REQUIRE_POSTGRES_ENV}=1)", pytrace=False)
+    pytest.skip(message)
+
+
+def _connect(url: str) -> Any:
+    """An autocommit connection to ``url``, or a skip (a failure if PostgreSQL is required)."""
+    where = urlsplit(url).netloc.rpartition("@")[2] or "the default host"
+    try:
+        import psycopg
+    except ImportError:
+        _unavailable("PostgreSQL tests need the postgres extra (psycopg)")
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=3)
+    except psycopg.Error as exc:
+        reason = " ".join(str(exc).split())
+        _unavailable(f"PostgreSQL not reachable at {where} (set {POSTGRES_URL_ENV}): {reason}")
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """The session's PostgreSQL server and template, or a skip (a failure if required)."""
+    url = os.environ.get(POSTGRES_URL_ENV) or DEFAULT_POSTGRES_URL
+    server = PostgresServer(url, _connect(url))
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """A fresh, migrated PostgreSQL database of this test alone."""
+    name = postgres_server.create()
+    try:
+        yield postgres_server.url_for(name)
+    finally:
+        postgres_server.drop(name)
+
+
+@pytest.fixture
+def blank_postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """A fresh, empty (unmigrated) PostgreSQL database of this test alone."""
+    name = postgres_server.create(migrated=False)
+    try:
+        yield postgres_server.url_for(name)
+    finally:
+        postgres_server.drop(name)
+
+
+# --- every store ----------------------------------------------------------------------------
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of a fresh, migrated database; each test using it runs once per store."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'stopline.db'}"  # an absolute path: four slashes
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+@pytest.fixture(params=STORE_KINDS)
+def blank_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URL of a fresh, empty database, once per store."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'blank.db'}"
+    url: str = request.getfixturevalue("blank_postgres_url")
+    return url
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    """``open_store(store_url)``, closed after the test."""
+    opened = open_store(store_url)
+    try:
+        yield opened
+    finally:
+        opened.close()

@@ -1,0 +1,89 @@
+"""Test helpers shared by the suites: a full dump of a store, and items made by the real core."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from stopline.core.commands import Command, Discover
+from stopline.core.decide import decide
+from stopline.core.decision import Decision
+from stopline.core.policy import Policy
+from stopline.core.records import Item
+from stopline.core.step import Context
+from stopline.store import Store
+
+T0 = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
+
+_TABLES = {
+    "sqlite": "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+    "postgres": (
+        "SELECT table_name AS name FROM information_schema.tables"
+        " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+    ),
+}
+UNDUMPED = frozenset({"refusals"})  # the audit of refusals lives apart from everything else
+
+Row = tuple[tuple[str, Any], ...]
+
+
+def _plain(value: Any) -> Any:
+    """A comparable form of a column value (parsed JSON as canonical text, times as ISO)."""
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def dump(store: Store) -> dict[str, list[Row]]:
+    """Every row of every table except ``refusals``, as sorted ``(column, value)`` tuples.
+
+    Two dumps are equal exactly when no such row was added, removed or changed.
+    """
+    raw: Any = store  # a SQLStore: the dump reads its tables directly
+    out: dict[str, list[Row]] = {}
+    with raw._read() as cur:
+        cur.execute(_TABLES[store.dialect])
+        names = sorted(str(r["name"]) for r in cur.fetchall())
+        for name in names:
+            if name in UNDUMPED:
+                continue
+            cur.execute(f'SELECT * FROM "{name}"')
+            rows = [tuple(sorted((k, _plain(v)) for k, v in dict(r).items())) for r in cur]
+            out[name] = sorted(rows, key=repr)
+    return out
+
+
+def count(store: Store, table: str) -> int:
+    """The number of rows in ``table``."""
+    raw: Any = store
+    with raw._read() as cur:
+        cur.execute(f'SELECT COUNT(*) AS n FROM "{table}"')
+        return int(cur.fetchone()["n"])
+
+
+def decide_at(
+    item: Item | None, command: Command, now: datetime, policy: Policy | None = None
+) -> Decision:
+    """``decide()`` with the default policy (or ``policy``) at ``now``."""
+    return decide(item, command, Context(now, policy or Policy()))
+
+
+def discover(
+    store: Store,
+    key: str,
+    *,
+    at: datetime = T0,
+    automation: str = "auto",
+    policy: Policy | None = None,
+    data: Mapping[str, Any] | None = None,
+) -> Item:
+    """Discover ``automation/key`` at ``at`` and write it; returns the new item."""
+    decision = decide_at(
+        None, Discover(f"{automation}-{key}", automation, key, dict(data or {})), at, policy
+    )
+    assert decision.after is not None and store.insert(decision)
+    return decision.after
