@@ -273,8 +273,12 @@ def write_digest(ctx: HookContext) -> Deliver:
 
 
 def revise_digest(ctx: HookContext, reason: str, current: Sequence[Artifact]) -> list[Artifact]:
+    scope = set((ctx.revision or {}).get("scope", ()))
     revised = []
     for artifact in current:
+        if artifact.key not in scope:  # only what the request names may change
+            revised.append(artifact)
+            continue
         paragraphs = [s.strip() + "." for s in artifact.body.split(".") if s.strip()]
         body = "\n\n".join(paragraphs) + f"\n\n(Revised: {reason})"
         revised.append(

@@ -39,8 +39,11 @@ WHERE state_class = 'work'
 LIMIT :limit;
 
 -- name: next_due
-SELECT MIN(next_eligible_at) AS at FROM items
-WHERE state_class = 'work' AND attempts < max_attempts
+-- When a step next becomes claimable or sweepable: its due time, or the end of a live lease
+-- (a dead worker's lease on the last attempt is swept to exhausted when it ends).
+SELECT MIN(CASE WHEN lease_owner IS NOT NULL AND lease_expires_at > next_eligible_at
+                THEN lease_expires_at ELSE next_eligible_at END) AS at FROM items
+WHERE state_class = 'work' AND (attempts < max_attempts OR lease_owner IS NOT NULL)
   AND (:automations IS NULL OR automation IN (SELECT value FROM json_each(:automations)));
 
 -- name: renew
