@@ -571,7 +571,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Out(getattr(args, "json", False))
     try:
         migrating = args.command == "migrate"
-        store = open_store(database_url(args.db), migrate=not migrating, check=not migrating)
+        # `serve` refuses an unmigrated or unknown schema instead of changing it.
+        store = open_store(
+            database_url(args.db),
+            migrate=args.command not in ("migrate", "serve"),
+            check=not migrating and args.command != "serve",
+        )
     except StoreError as exc:
         print(f"stopline: {exc}", file=sys.stderr)
         return EXIT_USAGE

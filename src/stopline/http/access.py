@@ -1,0 +1,55 @@
+"""Who is asking, and may they command at all.
+
+The core decides every command (``actor_unknown``, ``actor_not_authorized``, ``self_approval``
+and the rest). This module only answers two questions before a request reaches it: which actor
+sent it (a bearer token, checked by :meth:`Controller.authenticate`), and whether that actor
+holds any role that gives a right to some command; an actor with none is a viewer (403).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..controller import Controller
+from ..core.policy import PUBLISH
+from ..core.records import Actor
+from ..core.step import OPERATOR
+from ..store import Store
+from .sql import automation_names
+
+MAX_TOKEN = 512
+
+
+def bearer_token(header: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header, else ``None``."""
+    if not header:
+        return None
+    scheme, _, token = header.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or len(token) > MAX_TOKEN:
+        return None
+    return token
+
+
+def authenticate(controller: Controller, header: str | None) -> Actor | None:
+    token = bearer_token(header)
+    return None if token is None else controller.authenticate(token)
+
+
+def command_roles(store: Store, names: Iterable[str] | None = None) -> frozenset[str]:
+    """Every role that gives a right to some command under the registered policies."""
+    roles = {OPERATOR}
+    for name in automation_names(store) if names is None else names:
+        policy = store.policy(name)
+        if policy is None:
+            continue
+        for rule in (*policy.approval.rules.values(), policy.approval.default):
+            if rule.approvals > 0:
+                roles.update(rule.roles)
+        if policy.delivery.mode == PUBLISH:
+            roles.update(policy.delivery.publish_roles)
+    return frozenset(roles)
+
+
+def can_command(actor: Actor | None, roles: frozenset[str]) -> bool:
+    return actor is not None and actor.active and bool(actor.roles & roles)

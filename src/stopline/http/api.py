@@ -1,0 +1,241 @@
+"""The JSON API under ``/api/``: read items, and run every command of the CLI.
+
+Status codes: 200 ``applied``/``zero_write``, 409 ``refused`` (with every reason), 422 malformed
+input, 401 no valid bearer token, 403 a viewer or a read-only server, 404 no such item (reads),
+413 a body over the limit (see :mod:`stopline.http.limits`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from ..core.decision import Decision, Outcome
+from ..core.records import Actor, Item
+from ..core.states import State, StateClass
+from ..views import event_view, item_view, summary_view
+from .access import authenticate
+from .commands import COMMANDS, CommandSpec, Values, check_idempotency_key, execute, validate
+from .state import Shared, shared
+
+STATES = [s.value for s in State]
+CLASSES = [c.value for c in StateClass]
+MAX_LIMIT = 1000
+ITEM_PATTERN = "^[A-Za-z0-9_@:-][A-Za-z0-9_.@:-]{0,199}$"
+ITEM_RE = re.compile(ITEM_PATTERN)
+
+
+def error(status: int, code: str, message: str, problems: list[str] | None = None) -> JSONResponse:
+    headers = {"WWW-Authenticate": 'Bearer realm="stopline"'} if status == 401 else None
+    body = {"error": code, "message": message, "problems": problems or []}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def unauthenticated() -> JSONResponse:
+    return error(
+        401, "unauthenticated", "send Authorization: Bearer <token> (stopline actors token NAME)"
+    )
+
+
+def bad_item() -> JSONResponse:
+    problem = "item must be an item id (letters, digits, '_', '.', '@', ':', '-')"
+    return error(422, "invalid_input", problem, [problem])
+
+
+def decision_response(decision: Decision) -> JSONResponse:
+    status = 409 if decision.outcome is Outcome.REFUSED else 200
+    return JSONResponse(decision.to_plain(), status_code=status)
+
+
+async def _who(request: Request) -> Actor | None:
+    s = shared(request)
+    header = request.headers.get("authorization")
+    return await run_in_threadpool(authenticate, s.controller, header)
+
+
+def _summary(s: Shared, item: Item) -> dict[str, Any]:
+    return {**summary_view(item), "age_seconds": round(s.age(item), 3), "overdue": s.overdue(item)}
+
+
+def _flag(value: str) -> bool | None:
+    return {"true": True, "1": True, "false": False, "0": False}.get(value.lower())
+
+
+def parse_filters(params: Any) -> tuple[dict[str, Any], list[str]]:
+    """Query filters of the item list, validated (every problem listed)."""
+    problems: list[str] = []
+    out: dict[str, Any] = {"limit": MAX_LIMIT, "sort": "oldest"}
+    for name in ("automation", "key"):
+        value = params.get(name)
+        if value:
+            if len(value) > 200 or "\x00" in value:
+                problems.append(f"{name} must be at most 200 characters without NUL")
+            out[name] = value
+    for name, allowed in (
+        ("state", STATES),
+        ("state_class", CLASSES),
+        ("sort", ["oldest", "newest"]),
+    ):
+        value = params.get(name)
+        if value:
+            if value not in allowed:
+                problems.append(f"{name} must be one of {', '.join(allowed)}")
+            out[name] = value
+    if params.get("overdue"):
+        flag = _flag(params["overdue"])
+        if flag is None:
+            problems.append("overdue must be true or false")
+        out["overdue"] = flag
+    if params.get("limit"):
+        raw = params["limit"]
+        if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+            problems.append(f"limit must be an integer from 1 to {MAX_LIMIT}")
+        else:
+            out["limit"] = int(raw)
+    return out, problems
+
+
+def list_items(s: Shared, f: dict[str, Any]) -> list[Item]:
+    items = s.store.list_items(
+        state=f.get("state"),
+        automation=f.get("automation"),
+        state_class=f.get("state_class"),
+        limit=MAX_LIMIT if f.get("overdue") is not None or f.get("key") else f["limit"],
+    )
+    if f.get("key"):
+        items = [i for i in items if i.key == f["key"]]
+    if f.get("overdue") is not None:
+        items = [i for i in items if s.overdue(i) is f["overdue"]]
+    items.sort(key=lambda i: (i.updated_at, i.id), reverse=f["sort"] == "newest")
+    return items[: f["limit"]]
+
+
+async def items_endpoint(request: Request) -> Response:
+    if await _who(request) is None:
+        return unauthenticated()
+    filters, problems = parse_filters(request.query_params)
+    if problems:
+        return error(422, "invalid_input", "invalid filters", problems)
+    s = shared(request)
+    items = await run_in_threadpool(list_items, s, filters)
+    return JSONResponse({"items": [_summary(s, i) for i in items]})
+
+
+def _unknown(ref: str) -> JSONResponse:
+    doc = {
+        "decision": "refused",
+        "reasons": ["unknown_item"],
+        "item": ref,
+        "state": None,
+        "sequence": None,
+    }
+    return JSONResponse(doc, status_code=404)
+
+
+async def item_endpoint(request: Request) -> Response:
+    if await _who(request) is None:
+        return unauthenticated()
+    s = shared(request)
+    ref = request.path_params["item"]
+    if not ITEM_RE.match(ref):
+        return bad_item()
+    item = await run_in_threadpool(s.controller.item, ref)
+    if item is None:
+        return _unknown(ref)
+    return JSONResponse(
+        {**item_view(item), "age_seconds": round(s.age(item), 3), "overdue": s.overdue(item)}
+    )
+
+
+async def history_endpoint(request: Request) -> Response:
+    if await _who(request) is None:
+        return unauthenticated()
+    s = shared(request)
+    ref = request.path_params["item"]
+    if not ITEM_RE.match(ref):
+        return bad_item()
+    item = await run_in_threadpool(s.controller.item, ref)
+    if item is None:
+        return _unknown(ref)
+    events = await run_in_threadpool(s.store.history, item.id)
+    return JSONResponse({"item": item.id, "events": [event_view(e) for e in events]})
+
+
+async def me_endpoint(request: Request) -> Response:
+    actor = await _who(request)
+    if actor is None:
+        return unauthenticated()
+    s = shared(request)
+    may = await run_in_threadpool(s.may_command, actor)
+    return JSONResponse(
+        {
+            "actor": actor.name,
+            "roles": sorted(actor.roles),
+            "can_command": may and not s.settings.read_only,
+            "read_only": s.settings.read_only,
+        }
+    )
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json(raw: bytes) -> tuple[Any, str | None]:
+    if not raw.strip():
+        return {}, None
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant), None
+    except (ValueError, RecursionError) as exc:
+        return None, f"the body is not valid JSON: {str(exc)[:200]}"
+
+
+def command_endpoint(spec: CommandSpec) -> Any:
+    async def endpoint(request: Request) -> Response:
+        actor = await _who(request)
+        if actor is None:
+            return unauthenticated()
+        s = shared(request)
+        if s.settings.read_only:
+            return error(403, "read_only", "this server is read-only: commands are refused")
+        if not await run_in_threadpool(s.may_command, actor):
+            return error(403, "forbidden", f"{actor.name} holds no role that may run a command")
+        ref = request.path_params["item"]
+        if not ITEM_RE.match(ref):
+            return bad_item()
+        body, problem = parse_json(await request.body())
+        if problem:
+            return error(422, "invalid_input", problem, [problem])
+        fields, problems = validate(spec, body)
+        key = request.headers.get("idempotency-key")
+        key_problem = check_idempotency_key(key)
+        if key_problem:
+            problems.append(key_problem)
+        if problems:
+            return error(422, "invalid_input", "; ".join(problems), problems)
+        values = Values(actor.name, fields, key, s.settings.app_spec)
+        decision = await run_in_threadpool(execute, s.controller, spec, ref, values)
+        return decision_response(decision)
+
+    endpoint.__name__ = f"{spec.name}_endpoint"
+    return endpoint
+
+
+def routes() -> list[BaseRoute]:
+    out: list[BaseRoute] = [
+        Route("/api/me", me_endpoint, methods=["GET"]),
+        Route("/api/items", items_endpoint, methods=["GET"]),
+        Route("/api/items/{item}", item_endpoint, methods=["GET"]),
+        Route("/api/items/{item}/history", history_endpoint, methods=["GET"]),
+    ]
+    for spec in COMMANDS.values():
+        out.append(
+            Route(f"/api/items/{{item}}/{spec.name}", command_endpoint(spec), methods=["POST"])
+        )
+    return out

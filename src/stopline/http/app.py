@@ -1,0 +1,124 @@
+"""The ASGI application: the JSON API, the web inbox, ``/metrics`` and ``/openapi.json``."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from importlib import resources
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..store import open_store
+from ..web.routes import routes as web_routes
+from . import metrics
+from .api import error
+from .api import routes as api_routes
+from .limits import Guard
+from .notify import notify_pending
+from .openapi import document
+from .settings import Settings
+from .state import Shared, shared
+
+log = logging.getLogger("stopline.notify")
+
+
+async def openapi_endpoint(request: Request) -> Response:
+    return JSONResponse(document())
+
+
+async def metrics_endpoint(request: Request) -> Response:
+    s = shared(request)
+    text = await run_in_threadpool(metrics.render, s.store, s.now())
+    return PlainTextResponse(text, media_type=metrics.CONTENT_TYPE)
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    headers = dict(exc.headers or {})
+    if request.url.path.startswith("/api/"):
+        code = "not_found" if exc.status_code == 404 else "http_error"
+        response = error(exc.status_code, code, str(exc.detail))
+        response.headers.update(headers)
+        return response
+    return PlainTextResponse(str(exc.detail), status_code=exc.status_code, headers=headers)
+
+
+async def server_error(request: Request, exc: Exception) -> Response:
+    if request.url.path.startswith("/api/"):
+        return error(500, "internal_error", f"{type(exc).__name__}; nothing is assumed written")
+    return HTMLResponse("<h1>Internal error</h1>", status_code=500)
+
+
+def _notifier(url: str, settings: Settings, stop: threading.Event) -> None:
+    base = settings.base_url or "http://127.0.0.1:8420"
+    while not stop.is_set():
+        try:
+            notify_pending(url, settings.webhook_secret or "", settings.webhooks, base)
+        except Exception:  # a failed notification never stops the server or an item
+            log.exception("webhook round failed")
+        stop.wait(settings.notify_interval)
+
+
+def create_app(
+    url: str,
+    *,
+    read_only: bool = False,
+    trust_proxy_header: str | None = None,
+    secret: str | None = None,
+    settings: Settings | None = None,
+) -> Starlette:
+    """The application for the database at ``url``. Keyword options override ``settings``."""
+    base = settings or Settings()
+    changes: dict[str, Any] = {}
+    if read_only:
+        changes["read_only"] = True
+    if trust_proxy_header:
+        changes["trust_proxy_header"] = trust_proxy_header
+    if secret:
+        changes["secret"] = secret
+    options = replace(base, **changes)
+    store = open_store(url, migrate=False)
+    stop = threading.Event()
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        worker = None
+        if options.webhooks and options.webhook_secret:
+            worker = threading.Thread(
+                target=_notifier, args=(url, options, stop), daemon=True, name="stopline-notify"
+            )
+            worker.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            if worker is not None:
+                worker.join(timeout=10)
+            store.close()
+
+    static = resources.files("stopline.web").joinpath("static")
+    app = Starlette(
+        routes=[
+            Route("/openapi.json", openapi_endpoint, methods=["GET"]),
+            Route("/metrics", metrics_endpoint, methods=["GET"]),
+            *api_routes(),
+            *web_routes(),
+            Mount("/static", StaticFiles(directory=str(static)), name="static"),
+        ],
+        middleware=[Middleware(Guard, limit=options.max_body)],
+        exception_handlers={HTTPException: http_error, Exception: server_error},
+        lifespan=lifespan,
+    )
+    app.state.stopline = Shared(store, options)
+    return app

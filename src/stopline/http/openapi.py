@@ -1,0 +1,352 @@
+"""The OpenAPI 3.1 document of the JSON API, built from the command table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .api import CLASSES, ITEM_PATTERN, MAX_LIMIT, STATES
+from .commands import COMMANDS, MAX_KEY, body_schema
+
+REF = "#/components/schemas/"
+NULLABLE_STR = {"type": ["string", "null"]}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": REF + name}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+ERRORS = {
+    "401": _json(_ref("Error"), "No valid bearer token (missing, unknown or revoked)."),
+    "403": _json(
+        _ref("Error"), "A viewer (no role gives any command right) or a read-only server."
+    ),
+    "404": _json(_ref("Error"), "No such route."),
+    "413": _json(_ref("Error"), "The body is larger than the server's limit (64 KiB by default)."),
+    "422": _json(_ref("Error"), "Malformed input: every problem is listed; nothing was written."),
+}
+
+SCHEMAS: dict[str, Any] = {
+    "Decision": {
+        "type": "object",
+        "description": "The decision JSON of the contract. Nothing is written unless applied.",
+        "required": ["decision", "reasons", "item", "state", "sequence"],
+        "properties": {
+            "decision": {"type": "string", "enum": ["applied", "zero_write", "refused"]},
+            "reasons": {"type": "array", "items": {"type": "string"}},
+            "item": NULLABLE_STR,
+            "state": {"type": ["string", "null"], "enum": [*STATES, None]},
+            "sequence": {"type": ["integer", "null"]},
+        },
+    },
+    "Error": {
+        "type": "object",
+        "required": ["error", "message", "problems"],
+        "properties": {
+            "error": {"type": "string"},
+            "message": {"type": "string"},
+            "problems": {"type": "array", "items": {"type": "string"}},
+        },
+    },
+    "ItemSummary": {
+        "type": "object",
+        "required": [
+            "id",
+            "automation",
+            "key",
+            "state",
+            "state_class",
+            "attempts",
+            "max_attempts",
+            "age_seconds",
+            "overdue",
+        ],
+        "properties": {
+            "id": {"type": "string"},
+            "automation": {"type": "string"},
+            "key": {"type": "string"},
+            "state": {"type": "string", "enum": STATES},
+            "state_class": {"type": "string", "enum": CLASSES},
+            "attempts": {"type": "integer"},
+            "max_attempts": {"type": "integer"},
+            "updated_at": {"type": "string"},
+            "next_eligible_at": {"type": "string"},
+            "proposal_digest": NULLABLE_STR,
+            "why": {"type": "string"},
+            "next": {"type": "array", "items": {"type": "string"}},
+            "age_seconds": {"type": "number"},
+            "overdue": {"type": "boolean"},
+        },
+    },
+    "ItemList": {
+        "type": "object",
+        "required": ["items"],
+        "properties": {"items": {"type": "array", "items": _ref("ItemSummary")}},
+    },
+    "Item": {
+        "type": "object",
+        "description": "`stopline show --json` (CONTRACT.md), with age_seconds and overdue.",
+        "required": [
+            "id",
+            "automation",
+            "key",
+            "state",
+            "history_length",
+            "attempts",
+            "max_attempts",
+            "next_eligible_at",
+            "account",
+            "proposal",
+            "artifacts",
+            "revision",
+        ],
+        "properties": {
+            "id": {"type": "string"},
+            "automation": {"type": "string"},
+            "key": {"type": "string"},
+            "state": {"type": "string", "enum": STATES},
+            "history_length": {"type": "integer"},
+            "attempts": {"type": "integer"},
+            "max_attempts": {"type": "integer"},
+            "next_eligible_at": {"type": "string"},
+            "account": {"type": ["object", "null"]},
+            "proposal": {
+                "oneOf": [
+                    {"type": "null"},
+                    {
+                        "type": "object",
+                        "required": [
+                            "digest",
+                            "action",
+                            "params",
+                            "required_roles",
+                            "required_approvals",
+                            "approvals",
+                        ],
+                        "properties": {
+                            "digest": {"type": "string"},
+                            "action": {"type": "string"},
+                            "params": {},
+                            "required_roles": {"type": "array", "items": {"type": "string"}},
+                            "required_approvals": {"type": "integer"},
+                            "approvals": {
+                                "type": "array",
+                                "items": {"type": "object", "required": ["actor", "at", "digest"]},
+                            },
+                        },
+                    },
+                ]
+            },
+            "artifacts": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["key", "content_hash", "qa_hash", "remote_id", "readback_hash"],
+                },
+            },
+            "revision": {
+                "oneOf": [
+                    {"type": "null"},
+                    {"type": "object", "required": ["sequence", "state", "request_digest"]},
+                ]
+            },
+            "age_seconds": {"type": "number"},
+            "overdue": {"type": "boolean"},
+        },
+    },
+    "Event": {
+        "type": "object",
+        "required": [
+            "item_id",
+            "seq",
+            "at",
+            "command",
+            "actor",
+            "from_state",
+            "to_state",
+            "reasons",
+            "hash",
+        ],
+        "properties": {
+            "item_id": {"type": "string"},
+            "seq": {"type": "integer"},
+            "at": {"type": "string"},
+            "command": {"type": "string"},
+            "actor": {"type": "string"},
+            "from_state": NULLABLE_STR,
+            "to_state": {"type": "string"},
+            "reasons": {"type": "array", "items": {"type": "string"}},
+            "digests": {"type": "object"},
+            "detail": {"type": "object"},
+            "prev_hash": {"type": "string"},
+            "hash": {"type": "string"},
+        },
+    },
+    "History": {
+        "type": "object",
+        "required": ["item", "events"],
+        "properties": {
+            "item": {"type": "string"},
+            "events": {"type": "array", "items": _ref("Event")},
+        },
+    },
+    "Me": {
+        "type": "object",
+        "required": ["actor", "roles", "can_command", "read_only"],
+        "properties": {
+            "actor": {"type": "string"},
+            "roles": {"type": "array", "items": {"type": "string"}},
+            "can_command": {"type": "boolean"},
+            "read_only": {"type": "boolean"},
+        },
+    },
+}
+
+ITEM_PARAM = {
+    "name": "item",
+    "in": "path",
+    "required": True,
+    "description": "An item id (as listed by GET /api/items).",
+    "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY, "pattern": ITEM_PATTERN},
+}
+IDEMPOTENCY_PARAM = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "The same key with the same command replays the original decision as "
+    "zero_write; with a different command it is refused idempotency_key_reuse.",
+    "schema": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MAX_KEY,
+        "pattern": "^[\\x21-\\x7e]+$",
+    },
+}
+
+
+def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": schema,
+    }
+
+
+def _reads() -> dict[str, Any]:
+    unknown = _json(_ref("Decision"), "No such item: refused unknown_item.")
+    auth_errors = {k: ERRORS[k] for k in ("401", "404", "422")}
+    text = {"type": "string", "maxLength": 200, "pattern": "^[^\\x00]*$"}
+    return {
+        "/api/me": {
+            "get": {
+                "operationId": "me",
+                "summary": "Who the token belongs to, and whether it may run commands",
+                "responses": {
+                    "200": _json(_ref("Me"), "The authenticated actor."),
+                    "401": ERRORS["401"],
+                },
+            }
+        },
+        "/api/items": {
+            "get": {
+                "operationId": "listItems",
+                "summary": "List and filter items (oldest change first)",
+                "parameters": [
+                    _query("state", {"type": "string", "enum": STATES}, "only this state"),
+                    _query("state_class", {"type": "string", "enum": CLASSES}, "only this class"),
+                    _query("automation", text, "only this automation"),
+                    _query("key", text, "only this key"),
+                    _query(
+                        "overdue",
+                        {"type": "string", "enum": ["true", "false", "1", "0"]},
+                        "stopped longer than the server's overdue limit",
+                    ),
+                    _query(
+                        "sort", {"type": "string", "enum": ["oldest", "newest"]}, "by last change"
+                    ),
+                    _query(
+                        "limit",
+                        {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+                        f"at most this many (1 to {MAX_LIMIT})",
+                    ),
+                ],
+                "responses": {
+                    "200": _json(_ref("ItemList"), "The items."),
+                    **{k: ERRORS[k] for k in ("401", "422")},
+                },
+            }
+        },
+        "/api/items/{item}": {
+            "get": {
+                "operationId": "showItem",
+                "summary": "One item in full (stopline show --json)",
+                "parameters": [ITEM_PARAM],
+                "responses": {
+                    "200": _json(_ref("Item"), "The item."),
+                    **auth_errors,
+                    "404": unknown,
+                },
+            }
+        },
+        "/api/items/{item}/history": {
+            "get": {
+                "operationId": "itemHistory",
+                "summary": "The item's events, oldest first",
+                "parameters": [ITEM_PARAM],
+                "responses": {
+                    "200": _json(_ref("History"), "The events."),
+                    **auth_errors,
+                    "404": unknown,
+                },
+            }
+        },
+    }
+
+
+def _command(name: str) -> dict[str, Any]:
+    spec = COMMANDS[name]
+    return {
+        "post": {
+            "operationId": name,
+            "summary": spec.summary,
+            "description": "The actor is the authenticated identity; a body field `actor` is "
+            "refused (422). Same command layer as `stopline " + name + "`.",
+            "parameters": [ITEM_PARAM, IDEMPOTENCY_PARAM],
+            "requestBody": {
+                "required": bool(spec.fields),
+                "content": {"application/json": {"schema": body_schema(spec)}},
+            },
+            "responses": {
+                "200": _json(_ref("Decision"), "applied or zero_write."),
+                "409": _json(_ref("Decision"), "refused, with every reason; nothing written."),
+                **ERRORS,
+            },
+        }
+    }
+
+
+def document() -> dict[str, Any]:
+    paths = _reads()
+    for name in COMMANDS:
+        paths[f"/api/items/{{item}}/{name}"] = _command(name)
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "stopline",
+            "version": "1",
+            "description": "Items stop where a person must act; every command returns one "
+            "decision (CONTRACT.md). Authenticate with `Authorization: Bearer <token>` "
+            "(`stopline actors token NAME`).",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": SCHEMAS,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}],
+    }

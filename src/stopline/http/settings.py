@@ -1,0 +1,96 @@
+"""Server options, each with an environment variable (``stopline serve`` reads them)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+MAX_BODY = 64 * 1024
+DAY = 86400.0
+
+
+class SettingsError(ValueError):
+    """An option has a value the server cannot use."""
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _number(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{name} must be a number, not {raw!r}") from exc
+    if value <= 0:
+        raise SettingsError(f"{name} must be positive")
+    return value
+
+
+def parse_webhooks(text: str | None) -> dict[str, tuple[str, ...]]:
+    """``{"automation": ["https://..."], "*": [...]}`` (``*``: every automation)."""
+    if not text or not text.strip():
+        return {}
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SettingsError(f"STOPLINE_WEBHOOKS is not valid JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise SettingsError("STOPLINE_WEBHOOKS must be a JSON object of automation -> URLs")
+    out: dict[str, tuple[str, ...]] = {}
+    for name, urls in doc.items():
+        if isinstance(urls, str):
+            urls = [urls]
+        if not isinstance(urls, list) or not all(
+            isinstance(u, str) and u.startswith(("http://", "https://")) for u in urls
+        ):
+            raise SettingsError(f"STOPLINE_WEBHOOKS[{name!r}] must be a list of http(s) URLs")
+        out[str(name)] = tuple(urls)
+    return out
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything configurable about one server (defaults: loopback, read-write)."""
+
+    read_only: bool = False  # STOPLINE_READ_ONLY=1: forms hidden, commands refused (403)
+    trust_proxy_header: str | None = None  # STOPLINE_TRUST_PROXY_HEADER=X-Forwarded-User
+    secret: str | None = None  # STOPLINE_SECRET: signs session cookies and CSRF tokens
+    max_body: int = MAX_BODY  # STOPLINE_MAX_BODY (bytes)
+    overdue_after: float = DAY  # STOPLINE_OVERDUE_AFTER (seconds stopped)
+    app_spec: str | None = None  # STOPLINE_APP: automations, for reconcile and publish
+    cookie_secure: bool = False  # STOPLINE_COOKIE_SECURE=1 behind TLS
+    base_url: str | None = None  # STOPLINE_BASE_URL: links in webhooks
+    webhooks: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # STOPLINE_WEBHOOKS
+    webhook_secret: str | None = None  # STOPLINE_WEBHOOK_SECRET (whsec_...)
+    notify_interval: float = 5.0  # STOPLINE_NOTIFY_INTERVAL (seconds)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        e = os.environ if env is None else env
+        header = (e.get("STOPLINE_TRUST_PROXY_HEADER") or "").strip() or None
+        if header is not None and not all(c.isalnum() or c == "-" for c in header):
+            raise SettingsError("STOPLINE_TRUST_PROXY_HEADER must be a header name")
+        return cls(
+            read_only=_flag(e.get("STOPLINE_READ_ONLY")),
+            trust_proxy_header=header,
+            secret=e.get("STOPLINE_SECRET") or None,
+            max_body=int(_number(e, "STOPLINE_MAX_BODY", MAX_BODY)),
+            overdue_after=_number(e, "STOPLINE_OVERDUE_AFTER", DAY),
+            app_spec=e.get("STOPLINE_APP") or None,
+            cookie_secure=_flag(e.get("STOPLINE_COOKIE_SECURE")),
+            base_url=(e.get("STOPLINE_BASE_URL") or "").rstrip("/") or None,
+            webhooks=parse_webhooks(e.get("STOPLINE_WEBHOOKS")),
+            webhook_secret=e.get("STOPLINE_WEBHOOK_SECRET") or None,
+            notify_interval=_number(e, "STOPLINE_NOTIFY_INTERVAL", 5.0),
+        )
+
+    @property
+    def authenticated_beyond_loopback(self) -> bool:
+        """Whether people can be told apart without a loopback-only trust assumption."""
+        return bool(self.secret) or bool(self.trust_proxy_header)

@@ -1,0 +1,1 @@
+"""The web inbox: server-rendered pages (Jinja2, autoescaped) over the same command layer."""

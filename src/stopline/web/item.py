@@ -1,0 +1,144 @@
+"""One item: its page, and each action form posted back to it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ..core.decision import Outcome
+from ..http.api import ITEM_RE
+from ..http.commands import COMMANDS, CommandSpec, Values, execute, validate
+from . import present
+from .inbox import filters, query_string
+from .page import Visit, form_text, visit
+from .session import csrf_ok
+
+
+def _page_model(v: Visit, ref: str) -> dict[str, Any] | None:
+    item = v.s.controller.item(ref) if ITEM_RE.match(ref) else None
+    if item is None:
+        return None
+    return present.item_page(
+        item,
+        v.s.store.history(item.id),
+        v.s.now(),
+        v.actor,
+        v.s.store.policy(item.automation),
+        v.s.settings.read_only,
+        v.may_command,
+    )
+
+
+async def item_page(request: Request) -> Response:
+    v = await visit(request)
+    if v.actor is None:
+        return v.redirect("/signin")
+    model = await run_in_threadpool(_page_model, v, request.path_params["item"])
+    if model is None:
+        return v.message(404, "No such item", "There is no item with that id.")
+    done = request.query_params.get("done", "")
+    outcome = request.query_params.get("outcome", "")
+    flash = None
+    if done in COMMANDS and outcome in ("applied", "zero_write"):
+        flash = {"command": done, "outcome": outcome}
+    return v.render(
+        "item.html",
+        **model,
+        flash=flash,
+        refusal=None,
+        problems=[],
+        filters_query=query_string(filters(request)[0]),
+    )
+
+
+def form_values(spec: CommandSpec, form: FormData) -> tuple[dict[str, Any], list[str]]:
+    """A form as the JSON body of the same command (then validated like one)."""
+    kinds = {f.name: f.kind for f in spec.fields}
+    body: dict[str, Any] = {}
+    problems: list[str] = []
+    for name in {k for k in form if k != "csrf"}:
+        kind = kinds.get(name)
+        raw = form.getlist(name)
+        texts = [r for r in raw if isinstance(r, str)]
+        value = texts[-1] if texts else ""
+        if kind == "keys":
+            body[name] = [t for t in texts if t]
+        elif kind == "bool":
+            body[name] = value in ("1", "on", "true")
+        elif kind in ("object", "int"):
+            if not value.strip():
+                continue
+            try:
+                body[name] = json.loads(value) if kind == "object" else int(value)
+            except ValueError:
+                problems.append(
+                    f"{name} must be {'a JSON object' if kind == 'object' else 'an integer'}"
+                )
+        elif kind in ("text",) and not value:
+            continue
+        else:
+            body[name] = value
+    fields, more = validate(spec, body)
+    return fields, problems + more
+
+
+async def act(request: Request) -> Response:
+    v = await visit(request)
+    spec = COMMANDS.get(request.path_params["command"])
+    form = await request.form()
+    ref = request.path_params["item"]
+    if spec is None or spec.name == "finalize" or not ITEM_RE.match(ref):
+        return v.message(404, "No such action", "This page has no such action.")
+    if not csrf_ok(v.s, v.session, form_text(form, "csrf")):
+        return v.message(
+            403,
+            "Form expired",
+            "The form was not sent by this page (no valid CSRF token). Nothing was done.",
+        )
+    if v.actor is None:
+        return v.message(401, "Sign in first", "You are not signed in. Nothing was done.")
+    if v.s.settings.read_only:
+        return v.message(403, "Read-only", "This server is read-only. Nothing was done.")
+    if not v.may_command:
+        return v.message(
+            403, "Not allowed", f"{v.actor.name} may read but not act. Nothing was done."
+        )
+    fields, problems = form_values(spec, form)
+    if problems:
+        return await _again(v, ref, 422, problems=problems, refusal=None)
+    values = Values(v.actor.name, fields, None, v.s.settings.app_spec)
+    decision = await run_in_threadpool(execute, v.s.controller, spec, ref, values)
+    if decision.outcome is Outcome.REFUSED:
+        refusal = {"command": spec.name, "reasons": list(decision.reasons)}
+        return await _again(v, ref, 409, problems=[], refusal=refusal)
+    target = decision.item_id or ref
+    return v.redirect(
+        f"/items/{target}?" + urlencode({"done": spec.name, "outcome": decision.outcome.value})
+    )
+
+
+async def _again(
+    v: Visit, ref: str, status: int, *, problems: list[str], refusal: dict[str, Any] | None
+) -> Response:
+    """The item page as it is now, with what went wrong."""
+    model = await run_in_threadpool(_page_model, v, ref)
+    if model is None:
+        reasons = ", ".join(refusal["reasons"]) if refusal else "; ".join(problems)
+        return v.message(
+            status if refusal else 404, "No such item", f"Nothing was done ({reasons})."
+        )
+    return v.render(
+        "item.html",
+        status,
+        **model,
+        flash=None,
+        refusal=refusal,
+        problems=problems,
+        filters_query="",
+    )

@@ -1,0 +1,72 @@
+"""What every page handler shares: the templates, and who is visiting."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from ..core.records import Actor
+from ..http.state import Shared, shared
+from .session import Session, csrf_token, identity, load, save
+
+ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("stopline.web", "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+@dataclass
+class Visit:
+    request: Request
+    s: Shared
+    session: Session
+    actor: Actor | None
+    via: str
+    may_command: bool
+
+    def render(self, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        html = ENV.get_template(template).render(
+            csrf=csrf_token(self.s, self.session),
+            actor=self.actor,
+            via=self.via,
+            read_only=self.s.settings.read_only,
+            proxy_header=self.s.settings.trust_proxy_header,
+            **ctx,
+        )
+        response = HTMLResponse(html, status_code=status)
+        save(response, self.request, self.s, self.session)
+        return response
+
+    def redirect(self, url: str) -> Response:
+        response = RedirectResponse(url, status_code=303)
+        save(response, self.request, self.s, self.session)
+        return response
+
+    def message(self, status: int, title: str, text: str) -> HTMLResponse:
+        return self.render("message.html", status, title=title, text=text)
+
+
+async def visit(request: Request) -> Visit:
+    s = shared(request)
+    session = load(request, s)
+
+    def who() -> tuple[Actor | None, str, bool]:
+        actor, via = identity(request, s, session)
+        return actor, via, actor is not None and s.may_command(actor)
+
+    actor, via, may = await run_in_threadpool(who)
+    return Visit(request, s, session, actor, via, may)
+
+
+def form_text(form: FormData, name: str) -> str:
+    value = form.get(name)
+    return value if isinstance(value, str) else ""

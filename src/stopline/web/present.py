@@ -1,0 +1,284 @@
+"""What the pages show, computed from the shared views: ages, groups, diffs, allowed actions.
+
+Nothing here decides anything: which action forms appear is a convenience for people, and
+every command is decided by the core again when it arrives.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..core.approval import evidence_fresh
+from ..core.canonical import parse_time
+from ..core.policy import PUBLISH, Policy
+from ..core.records import Actor, Event, Item
+from ..core.states import STOP_STATES, State
+from ..core.step import OPERATOR
+from ..core.transitions import Cmd, lookup
+from ..views import event_view, item_view, why
+
+STOP_ORDER = [
+    State.AWAITING_APPROVAL,
+    State.EXCEPTION,
+    State.EXHAUSTED,
+    State.REVISION_FAILED,
+    State.READY_FOR_REVIEW,
+]
+assert set(STOP_ORDER) == STOP_STATES
+WEB_COMMANDS = (
+    "approve",
+    "reject",
+    "edit",
+    "acknowledge",
+    "resolve",
+    "resume",
+    "revise",
+    "review",
+    "publish",
+    "reconcile",
+    "reinspect",
+    "close",
+)
+
+
+def age_text(seconds: float) -> str:
+    s = int(max(seconds, 0))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    if s < 86400:
+        return f"{s // 3600} h {s % 3600 // 60} min"
+    return f"{s // 86400} d {s % 86400 // 3600} h"
+
+
+def pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+@dataclass
+class Row:
+    id: str
+    automation: str
+    key: str
+    state: str
+    age: float
+    age_text: str
+    overdue: bool
+    why: str
+
+
+@dataclass
+class Group:
+    state: str
+    rows: list[Row] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.rows)
+
+    @property
+    def oldest(self) -> str:
+        """The age of the oldest item in the group ("" when empty)."""
+        return max(self.rows, key=lambda r: r.age).age_text if self.rows else ""
+
+
+def row(item: Item, age: float, overdue: bool) -> Row:
+    return Row(
+        item.id, item.automation, item.key, item.state.value, age, age_text(age), overdue, why(item)
+    )
+
+
+def groups(rows: list[Row], newest_first: bool) -> list[Group]:
+    by_state = {s.value: Group(s.value) for s in STOP_ORDER}
+    for r in rows:
+        by_state[r.state].rows.append(r)
+    for g in by_state.values():
+        g.rows.sort(key=lambda r: r.age, reverse=not newest_first)
+    return list(by_state.values())
+
+
+def allowed(item: Item, actor: Actor | None, policy: Policy | None) -> list[str]:
+    """The action forms to show ``actor`` on ``item`` (the core decides again on submit)."""
+    if actor is None or not actor.active:
+        return []
+    roles = actor.roles
+    operator = OPERATOR in roles
+    proposal = item.doc("proposal")
+    packet = item.doc("review_packet")
+    required = set(proposal["required_roles"]) if proposal else set()
+    out = []
+    for name in WEB_COMMANDS:
+        if lookup(item.state, Cmd(name)) is None:
+            continue
+        if name == "approve":
+            ok = bool(proposal) and bool(roles & required)
+        elif name == "reject":
+            ok = bool(proposal) and (operator or bool(roles & required))
+        elif name == "publish":
+            ok = (
+                policy is not None
+                and policy.delivery.mode == PUBLISH
+                and bool(roles & set(policy.delivery.publish_roles))
+                and bool(packet)
+            )
+        elif name == "review":
+            ok = operator and bool(packet) and not packet.get("void")
+        elif name == "reconcile":
+            ok = operator and bool(item.doc("artifacts"))
+        elif name == "edit":
+            ok = operator and bool(proposal)
+        else:
+            ok = operator
+        if ok:
+            out.append(name)
+    return out
+
+
+def params_rows(proposal: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """Each parameter as text: strings as they are (a draft keeps its lines), the rest JSON."""
+    params = (proposal or {}).get("params")
+    if not isinstance(params, Mapping):
+        return [("params", pretty(params))] if proposal else []
+    return [(k, v if isinstance(v, str) else pretty(v)) for k, v in sorted(params.items())]
+
+
+def _lines(value: Any) -> list[str]:
+    text = value if isinstance(value, str) else pretty(value)
+    return text.splitlines()
+
+
+def proposal_diff(
+    old: Mapping[str, Any] | None, new: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
+    """Field-level changes from the previous proposal, with a line diff of each change."""
+    if not old or not new:
+        return []
+    fields: list[tuple[str, Any, Any]] = []
+    for name in ("action", "target", "rationale"):
+        if old.get(name) != new.get(name):
+            fields.append((name, old.get(name), new.get(name)))
+    before, after = old.get("params") or {}, new.get("params") or {}
+    for name in sorted(set(before) | set(after)):
+        if before.get(name) != after.get(name):
+            fields.append((f"params.{name}", before.get(name), after.get(name)))
+    out = []
+    for name, a, b in fields:
+        lines = list(
+            difflib.unified_diff(_lines(a), _lines(b), "previous", "current", lineterm="", n=2)
+        )
+        out.append(
+            {"field": name, "lines": [{"text": line, "kind": _kind(line)} for line in lines[2:]]}
+        )
+    return out
+
+
+def _kind(line: str) -> str:
+    if line.startswith("+"):
+        return "add"
+    if line.startswith("-"):
+        return "del"
+    if line.startswith("@@"):
+        return "hunk"
+    return "same"
+
+
+def mismatches(view: Mapping[str, Any]) -> dict[str, Any]:
+    """Readback mismatches recorded for each artifact key (exception or failed revision)."""
+    found: dict[str, Any] = {}
+    exc = view.get("exception") or {}
+    if isinstance(exc.get("evidence"), Mapping):
+        for key, value in exc["evidence"].items():
+            if isinstance(value, Mapping) and ("fields" in value or "missing" in value):
+                found[key] = value
+    failure = ((view.get("revision") or {}).get("failure") or {}).get("mismatches") or {}
+    found.update({k: v for k, v in failure.items() if isinstance(v, Mapping)})
+    return found
+
+
+def artifact_rows(view: Mapping[str, Any]) -> list[dict[str, Any]]:
+    wrong = mismatches(view)
+    out = []
+    for a in view.get("artifacts", []):
+        m = wrong.get(a["key"])
+        diff = []
+        if m and m.get("fields"):
+            for name in m["fields"]:
+                intended = a.get(name) if name != "assets" else a.get("assets")
+                diff.append(
+                    {
+                        "field": name,
+                        "intended": intended if isinstance(intended, str) else pretty(intended),
+                    }
+                )
+        out.append(
+            {
+                **a,
+                "status": "missing"
+                if m and m.get("missing")
+                else "mismatch"
+                if m
+                else "verified"
+                if a["readback_verified"]
+                else "unverified",
+                "observed_hash": m.get("observed") if m else None,
+                "diff": diff,
+            }
+        )
+    return out
+
+
+def evidence_info(view: Mapping[str, Any], now: datetime) -> dict[str, Any] | None:
+    evidence = view.get("evidence")
+    if not evidence:
+        return None
+    observed = evidence.get("observed_at")
+    age = (now - parse_time(observed)).total_seconds() if observed else None
+    proposal = view.get("proposal")
+    stale = proposal is not None and not evidence_fresh(proposal, now)
+    return {
+        "observed_at": observed,
+        "age": age_text(age) if age is not None else "unknown",
+        "stale": stale,
+        "max_age": age_text(float(proposal["max_evidence_age"])) if proposal else None,
+        "digest": evidence.get("digest"),
+        "data": pretty(evidence.get("data")),
+    }
+
+
+def timeline(events: list[Event]) -> list[dict[str, Any]]:
+    out = []
+    for e in events:
+        plain = event_view(e)
+        out.append({**plain, "detail_text": pretty(plain["detail"]) if plain["detail"] else ""})
+    return out
+
+
+def item_page(
+    item: Item,
+    events: list[Event],
+    now: datetime,
+    actor: Actor | None,
+    policy: Policy | None,
+    read_only: bool,
+    may_command: bool,
+) -> dict[str, Any]:
+    view = item_view(item)
+    actions = [] if read_only or not may_command else allowed(item, actor, policy)
+    return {
+        "item": view,
+        "why": why(item),
+        "evidence": evidence_info(view, now),
+        "params": params_rows(view.get("proposal")),
+        "diff": proposal_diff(view.get("previous_proposal"), view.get("proposal")),
+        "artifacts": artifact_rows(view),
+        "events": timeline(events),
+        "actions": actions,
+        "pretty": pretty,
+        "age": age_text((now - item.updated_at).total_seconds()),
+    }

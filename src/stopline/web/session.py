@@ -1,0 +1,94 @@
+"""Sessions of the web inbox: a signed cookie, a CSRF token bound to it, and who is signed in.
+
+The cookie (HttpOnly, SameSite=Strict) holds a random session id and, once signed in, the
+hash of the token used (never the token). Every request re-checks that hash against the
+token table, so a revoked token or actor ends its sessions at once. With
+``STOPLINE_TRUST_PROXY_HEADER`` set, a request carrying that header is the actor it names.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ..controller import hash_token
+from ..core.records import Actor
+from ..http.state import Shared
+
+COOKIE = "stopline_session"
+MAX_AGE = 12 * 3600
+
+
+@dataclass
+class Session:
+    sid: str
+    token_hash: str | None = None
+    fresh: bool = False  # must be sent to the browser
+
+    @classmethod
+    def new(cls, token_hash: str | None = None) -> Session:
+        return cls(secrets.token_urlsafe(24), token_hash, True)
+
+
+def load(request: Request, s: Shared) -> Session:
+    raw = request.cookies.get(COOKIE)
+    doc = s.session_signer.unsign(raw, MAX_AGE) if raw else None
+    if doc is None or not isinstance(doc.get("sid"), str):
+        return Session.new()
+    th = doc.get("th")
+    return Session(doc["sid"], th if isinstance(th, str) else None)
+
+
+def signed_in(token: str) -> Session:
+    """A new session (a new id: no fixation) for the holder of ``token``."""
+    return Session.new(hash_token(token))
+
+
+def save(response: Response, request: Request, s: Shared, session: Session) -> None:
+    if not session.fresh:
+        return
+    value = s.session_signer.sign({"sid": session.sid, "th": session.token_hash})
+    response.set_cookie(
+        COOKIE,
+        value,
+        max_age=MAX_AGE,
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=s.settings.cookie_secure or request.url.scheme == "https",
+    )
+
+
+def csrf_token(s: Shared, session: Session) -> str:
+    return s.csrf_signer.mac(session.sid)
+
+
+def csrf_ok(s: Shared, session: Session, value: str | None) -> bool:
+    return not session.fresh and bool(value) and s.csrf_signer.check(session.sid, value or "")
+
+
+def proxy_actor(request: Request, s: Shared) -> Actor | None:
+    header = s.settings.trust_proxy_header
+    if not header:
+        return None
+    name = request.headers.get(header)
+    if not name:
+        return None
+    actor = s.store.actors().get(name.strip())
+    return actor if actor is not None and actor.active else None
+
+
+def identity(request: Request, s: Shared, session: Session) -> tuple[Actor | None, str]:
+    """The signed-in actor and how (``proxy`` or ``token``), or ``(None, "")``."""
+    by_proxy = proxy_actor(request, s)
+    if by_proxy is not None:
+        return by_proxy, "proxy"
+    if session.token_hash:
+        name = s.store.token_actor(session.token_hash)
+        actor = s.store.actors().get(name) if name else None
+        if actor is not None and actor.active:
+            return actor, "token"
+    return None, ""

@@ -1,0 +1,45 @@
+"""Signing in (a token, or a trusted proxy header) and out."""
+
+from __future__ import annotations
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from .page import form_text, visit
+from .session import Session, csrf_ok, signed_in
+
+
+async def home(request: Request) -> Response:
+    return RedirectResponse("/inbox", status_code=303)
+
+
+async def signin_page(request: Request) -> Response:
+    v = await visit(request)
+    return v.render("signin.html", error=None)
+
+
+async def signin(request: Request) -> Response:
+    v = await visit(request)
+    form = await request.form()
+    if not csrf_ok(v.s, v.session, form_text(form, "csrf")):
+        return v.message(
+            403, "Form expired", "The form was not sent by this page. Nothing was done."
+        )
+    token = form_text(form, "token").strip()
+    actor = await run_in_threadpool(v.s.controller.authenticate, token) if token else None
+    if actor is None:
+        return v.render("signin.html", 401, error="That token is not valid (unknown or revoked).")
+    v.session = signed_in(token)
+    return v.redirect("/inbox")
+
+
+async def signout(request: Request) -> Response:
+    v = await visit(request)
+    form = await request.form()
+    if not csrf_ok(v.s, v.session, form_text(form, "csrf")):
+        return v.message(
+            403, "Form expired", "The form was not sent by this page. Nothing was done."
+        )
+    v.session = Session.new()
+    return v.redirect("/signin")

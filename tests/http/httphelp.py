@@ -1,0 +1,76 @@
+"""Helpers of the HTTP suite: the server handle, signing in like a browser, and the
+"nothing was written" check."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from helpers import dump
+from stopline.store import open_store
+
+CLEAN_ENV = re.compile(r"^STOPLINE_(?!DEMO_DRAFTS)")
+
+
+def server_env(extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not CLEAN_ENV.match(k)}
+    return {**env, **extra}
+
+
+@dataclass
+class Server:
+    base: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def client(self, token: str | None = None, **kwargs: Any) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.base, headers=headers, timeout=20, **kwargs)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+
+
+CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+def csrf_of(html: str) -> str:
+    found = CSRF.search(html)
+    assert found, "no CSRF token on the page"
+    return found.group(1)
+
+
+def sign_in(server: Server, token: str) -> httpx.Client:
+    """A browser-like client signed in with ``token`` (cookies kept)."""
+    client = server.client()
+    page = client.get("/signin")
+    response = client.post("/signin", data={"csrf": csrf_of(page.text), "token": token})
+    assert response.status_code == 303, response.text
+    return client
+
+
+@contextmanager
+def nothing_written(url: str) -> Iterator[None]:
+    """Every table but ``refusals`` is exactly the same after the block as before it."""
+    store = open_store(url)
+    try:
+        before = dump(store)
+        yield
+        after = dump(store)
+    finally:
+        store.close()
+    assert after == before, "something was written"

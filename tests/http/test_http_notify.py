@@ -1,0 +1,217 @@
+"""Webhooks, checked by a receiver written from docs/webhooks.md alone; and metrics on each
+store."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from httphelp import Server
+
+from conftest import Demo, prepare_demo
+from helpers import dump
+from stopline.http import metrics
+from stopline.http.notify import notify_pending
+from stopline.store import open_store
+
+SECRET = "whsec_" + base64.b64encode(b"a test secret of 32 bytes, fine!").decode()
+
+
+def verify(secret: str, headers: dict[str, str], body: bytes, tolerance: int = 300) -> bool:
+    """Exactly the verifier of docs/webhooks.md."""
+    key = (
+        base64.b64decode(secret.removeprefix("whsec_"))
+        if secret.startswith("whsec_")
+        else secret.encode()
+    )
+    msg_id, ts = headers["webhook-id"], headers["webhook-timestamp"]
+    if abs(time.time() - int(ts)) > tolerance:
+        return False
+    expected = base64.b64encode(
+        hmac.new(key, f"{msg_id}.{ts}.".encode() + body, hashlib.sha256).digest()
+    ).decode()
+    return any(
+        version == "v1" and hmac.compare_digest(sig, expected)
+        for version, _, sig in (
+            part.partition(",") for part in headers["webhook-signature"].split()
+        )
+    )
+
+
+class Receiver:
+    """A webhook receiver on a loopback port; ``status`` is what it answers."""
+
+    def __init__(self, status: int = 204) -> None:
+        self.status = status
+        self.received: list[tuple[dict[str, str], bytes]] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["content-length"]))
+                receiver.received.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                self.send_response(receiver.status)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def messages(self) -> list[dict[str, Any]]:
+        out = []
+        for headers, body in self.received:
+            assert verify(SECRET, headers, body), "a signature did not verify"
+            out.append(json.loads(body))
+        return out
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.close()
+
+
+def _items_and_events(url: str) -> dict[str, Any]:
+    store = open_store(url)
+    try:
+        d = dump(store)
+        return {"items": d["items"], "events": d["events"]}
+    finally:
+        store.close()
+
+
+def test_stops_are_delivered_signed_once(demo_url: str, receiver: Receiver) -> None:
+    before = _items_and_events(demo_url)
+    summary = notify_pending(
+        demo_url, SECRET, {"*": [receiver.url]}, "https://inbox.example", backfill=3600
+    )
+    assert (summary.enqueued, summary.delivered, summary.failed) == (7, 7, 0)
+    messages = receiver.messages()
+    states = sorted(m["data"]["state"] for m in messages)
+    assert states == sorted(
+        ["awaiting_approval"] * 3 + ["ready_for_review"] * 2 + ["exception", "exhausted"]
+    )
+    assert {m["type"] for m in messages} == {"item.stopped"}
+    for m in messages:
+        assert m["data"]["url"] == f"https://inbox.example/items/{m['data']['item']}"
+    ids = [h["webhook-id"] for h, _ in receiver.received]
+    assert len(set(ids)) == 7
+    again = notify_pending(demo_url, SECRET, {"*": [receiver.url]}, "https://inbox.example")
+    assert (again.enqueued, again.delivered) == (0, 0)
+    assert len(receiver.received) == 7
+    assert _items_and_events(demo_url) == before
+    headers, body = receiver.received[0]
+    assert not verify(SECRET, headers, body.replace(b"stopped", b"started"))
+    assert not verify("whsec_" + base64.b64encode(b"another secret").decode(), headers, body)
+
+
+def test_only_configured_automations(demo_url: str, receiver: Receiver) -> None:
+    summary = notify_pending(
+        demo_url, SECRET, {"service-health": [receiver.url]}, "http://x", backfill=3600
+    )
+    assert summary.delivered == 3
+    assert {m["data"]["automation"] for m in receiver.messages()} == {"service-health"}
+
+
+def test_failed_deliveries_retry_with_a_bound_and_never_touch_items(demo_url: str) -> None:
+    failing = Receiver(status=500)
+    try:
+        before = _items_and_events(demo_url)
+        hooks = {
+            "support-triage": ["http://127.0.0.1:9/closed"],
+            "service-health": [failing.url],
+        }
+        t0 = datetime.now(UTC)
+        first = notify_pending(
+            demo_url, SECRET, hooks, "http://x", backfill=3600, max_attempts=3, now=t0
+        )
+        assert (first.enqueued, first.retrying) == (7, 7)
+        second = notify_pending(
+            demo_url, SECRET, hooks, "http://x", max_attempts=3, now=t0 + timedelta(seconds=5)
+        )
+        assert (second.delivered, second.retrying, second.failed) == (0, 0, 0)  # not due yet
+        third = notify_pending(
+            demo_url, SECRET, hooks, "http://x", max_attempts=3, now=t0 + timedelta(seconds=11)
+        )
+        assert third.retrying == 7
+        last = notify_pending(
+            demo_url, SECRET, hooks, "http://x", max_attempts=3, now=t0 + timedelta(seconds=40)
+        )
+        assert last.failed == 7
+        assert len(failing.received) == 9
+        store = open_store(demo_url)
+        try:
+            d = dump(store)
+        finally:
+            store.close()
+        assert len(d["notification_attempts"]) == 21
+        assert {dict(r)["status"] for r in d["notifications"]} == {"failed"}
+        errors = {dict(r)["url"]: dict(r)["last_error"] for r in d["notifications"]}
+        assert errors[failing.url] == "HTTP 500"
+        assert errors["http://127.0.0.1:9/closed"].startswith("ConnectError")
+        assert _items_and_events(demo_url) == before
+        quiet = notify_pending(demo_url, SECRET, hooks, "http://x", now=t0 + timedelta(hours=1))
+        assert (quiet.delivered, quiet.retrying, quiet.failed) == (0, 0, 0)
+    finally:
+        failing.close()
+
+
+def test_metrics_on_each_store(demo_url: str, receiver: Receiver) -> None:
+    notify_pending(demo_url, SECRET, {"*": [receiver.url]}, "http://x", backfill=3600)
+    store = open_store(demo_url)
+    try:
+        text = metrics.render(store, datetime.now(UTC))
+    finally:
+        store.close()
+    assert 'stopline_items{state="awaiting_approval",state_class="stop"} 3' in text
+    assert 'stopline_attempts_total{outcome="retry"} 2' in text
+    assert 'stopline_notifications{status="delivered"} 7' in text
+    assert "itm_" not in text
+
+
+def test_the_server_notifies_new_stops(
+    demo: Demo, start_server: Callable[..., Server], receiver: Receiver, tmp_path: Path
+) -> None:
+    server = start_server(
+        demo.url,
+        STOPLINE_WEBHOOKS=json.dumps({"support-triage": [receiver.url]}),
+        STOPLINE_WEBHOOK_SECRET=SECRET,
+        STOPLINE_NOTIFY_INTERVAL="0.2",
+        STOPLINE_BASE_URL="https://inbox.example",
+    )
+    time.sleep(0.5)
+    assert receiver.received == []  # stops from before webhooks were switched on are not sent
+    item = demo.item("support-triage/msg-1044")
+    with server.client(demo.tokens["carol"]) as carol:
+        done = carol.post(f"/api/items/{item.id}/reinspect", json={"reason": "check again"})
+        assert done.json()["state"] == "observing"
+    prepare_demo(demo.url, tmp_path / "drafts")  # the workers propose again: a new stop
+    deadline = time.monotonic() + 20
+    while not receiver.received and time.monotonic() < deadline:
+        time.sleep(0.1)
+    [message] = receiver.messages()
+    assert message["data"]["item"] == item.id
+    assert message["data"]["state"] == "awaiting_approval"
+    assert message["data"]["url"] == f"https://inbox.example/items/{item.id}"
+    metrics_text = httpx.get(f"{server.base}/metrics").text
+    assert 'stopline_notifications{status="delivered"} 1' in metrics_text
