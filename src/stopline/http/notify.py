@@ -1,7 +1,7 @@
 """Webhook notifications: an item entered a stop state, or a revision failed.
 
 An outbox of its own (``notifications``, ``notification_attempts``, ``notify_cursor``; created
-here with ``CREATE TABLE IF NOT EXISTS`` on first use) is filled from the event log and
+in migration 0002) is filled from the event log and
 delivered with a bounded retry budget. Nothing here touches an item: a notification that
 cannot be delivered is recorded as failed, and the item is exactly as it was.
 
@@ -27,17 +27,6 @@ from ..store import Store, open_store
 from .sql import SQL
 
 LOOKBACK = timedelta(minutes=10)  # events committed out of time order are still seen
-SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS notify_cursor (name TEXT PRIMARY KEY, at TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS notifications ("
-    " id TEXT PRIMARY KEY, item_id TEXT NOT NULL, seq INTEGER NOT NULL, url TEXT NOT NULL,"
-    " type TEXT NOT NULL, payload TEXT NOT NULL, status TEXT NOT NULL,"
-    " attempts INTEGER NOT NULL, next_attempt_at TEXT NOT NULL, last_error TEXT,"
-    " created_at TEXT NOT NULL, delivered_at TEXT, UNIQUE (item_id, seq, url))",
-    "CREATE TABLE IF NOT EXISTS notification_attempts ("
-    " notification_id TEXT NOT NULL, attempt INTEGER NOT NULL, at TEXT NOT NULL,"
-    " status_code INTEGER, error TEXT, PRIMARY KEY (notification_id, attempt))",
-)
 _STOPS = ", ".join(f"'{s.value}'" for s in sorted(STOP_STATES))
 _NEW_STOPS = (
     "SELECT e.item_id, e.seq, e.at, e.command, e.from_state, e.to_state, e.reasons,"
@@ -94,14 +83,6 @@ class Summary:
     delivered: int = 0
     retrying: int = 0
     failed: int = 0
-
-
-def ensure_schema(sql: SQL) -> None:
-    for statement in SCHEMA:
-        try:
-            sql.write([(statement, {})])
-        except Exception:  # a concurrent creator on PostgreSQL; the table is there now
-            sql.rows("SELECT 1 FROM notify_cursor WHERE 1 = 0")
 
 
 def _urls(urls_by_automation: Mapping[str, Sequence[str]], automation: str) -> list[str]:
@@ -282,7 +263,6 @@ def notify_pending(
     target = open_store(store_url, migrate=False) if store is None else store
     try:
         sql = SQL(target)
-        ensure_schema(sql)
         moment = now or datetime.now(UTC)
         added = enqueue(sql, urls_by_automation, base_url, moment, backfill)
         summary = deliver(
