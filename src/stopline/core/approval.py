@@ -24,7 +24,7 @@ def evidence_fresh(proposal: Mapping[str, Any], now: datetime) -> bool:
     limit = timedelta(seconds=float(proposal["max_evidence_age"]))
     for ev in proposal.get("evidence", ()):
         observed = ev.get("observed_at")
-        if observed is None or now - parse_time(observed) > limit:
+        if observed is None or now - parse_time(observed) >= limit:  # younger than the maximum
             return False
     return True
 
@@ -38,7 +38,8 @@ def approver_reasons(
         return [Reason.ACTOR_UNKNOWN], None
     role = known.has_any(frozenset(proposal["required_roles"]))
     reasons: list[str] = [] if role else [Reason.ACTOR_NOT_AUTHORIZED]
-    if proposal["separation_of_duties"] and actor in (proposal["proposer"], proposal["edited_by"]):
+    editors = {proposal["edited_by"], *proposal.get("editors", ())}
+    if proposal["separation_of_duties"] and (actor == proposal["proposer"] or actor in editors):
         reasons.append(Reason.SELF_APPROVAL)
     return reasons, role
 
@@ -54,11 +55,19 @@ def decide_approve(item: Item, command: Approve, ctx: Context) -> Decision:
     reasons += who
     if not evidence_fresh(proposal, ctx.now):
         reasons.append(Reason.EVIDENCE_STALE)
+    reasons += policy_reasons(ctx, proposal)
     if reasons:
         return refused(item, reasons)
     approvals = [dict(a) for a in proposal["approvals"]]
     if any(a["actor"] == command.actor for a in approvals):
         return zero_write(item, [Reason.ALREADY_APPROVED])
+    # Approvals whose authority no longer holds (a revoked role) are dropped, never counted.
+    voided = [
+        a["actor"]
+        for a in approvals
+        if a["digest"] != proposal["digest"] or approver_reasons(ctx, proposal, a["actor"])[0]
+    ]
+    approvals = [a for a in approvals if a["actor"] not in voided]
     approvals.append(
         {
             "actor": command.actor,
@@ -68,7 +77,8 @@ def decide_approve(item: Item, command: Approve, ctx: Context) -> Decision:
             "policy_version": proposal["policy_version"],
         }
     )
-    enough = len(approvals) >= int(proposal["required_approvals"])
+    holding = {a["actor"] for a in approvals}
+    enough = len(holding) >= int(proposal["required_approvals"])
     target = S.APPROVED if enough else S.AWAITING_APPROVAL
     data: dict[str, Any] = {"proposal": {**proposal, "approvals": approvals}}
     if enough:
@@ -86,8 +96,17 @@ def decide_approve(item: Item, command: Approve, ctx: Context) -> Decision:
             "policy_version": proposal["policy_version"],
             "approvals": len(approvals),
             "required": proposal["required_approvals"],
+            "voided_approvals": voided,
         },
     )
+
+
+def policy_reasons(ctx: Context, proposal: Mapping[str, Any]) -> list[str]:
+    """A proposal made under another approval policy needs a new proposal (``reinspect``):
+    approving it, or running it, under rules nobody approved would be neither."""
+    if ctx.policy is not None and ctx.policy.approval.version != proposal["policy_version"]:
+        return [Reason.POLICY_CHANGED]
+    return []
 
 
 def approver_gate(ctx: Context, actor: str) -> list[str]:
@@ -148,6 +167,8 @@ def decide_edit(item: Item, command: Edit, ctx: Context) -> Decision:
     if reasons:
         return refused(item, reasons)
     assert proposal is not None
+    if digest(command.params) == digest(proposal["params"]):
+        return zero_write(item, [])
     new = build_proposal(
         item,
         ctx,
@@ -158,6 +179,7 @@ def decide_edit(item: Item, command: Edit, ctx: Context) -> Decision:
         proposer=proposal["proposer"],
         edited_by=command.actor,
         previous_digest=proposal["digest"],
+        editors=list(proposal.get("editors", ())),
     )
     # The evidence the proposal rests on does not change with an edit of its parameters.
     new_body = {**new, "evidence": proposal["evidence"]}
@@ -165,8 +187,6 @@ def decide_edit(item: Item, command: Edit, ctx: Context) -> Decision:
     new_body.pop("approvals")
 
     new = {**new_body, "digest": digest(new_body), "approvals": []}
-    if new["digest"] == proposal["digest"]:
-        return zero_write(item, [])
     return transition(
         item,
         Cmd.EDIT,
@@ -202,6 +222,9 @@ def authority_now(item: Item, ctx: Context) -> tuple[list[str], list[dict[str, A
         reasons.append(Reason.APPROVALS_MISSING)
     if not evidence_fresh(proposal, ctx.now):
         reasons.append(Reason.EVIDENCE_STALE)
+        valid = []
+    if policy_reasons(ctx, proposal):
+        reasons.append(Reason.POLICY_CHANGED)
         valid = []
     return list(dict.fromkeys(reasons)), valid
 

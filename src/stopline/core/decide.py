@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import approval, delivery, operator, revision, work
+from .canonical import CanonicalError, canonical_json
 from .commands import (
     Acknowledge,
     Approve,
@@ -77,6 +78,11 @@ def decide(item: Item | None, command: Command, ctx: Context) -> Decision:
     ``item`` is ``None`` only for :class:`Discover` (or when the named item does not exist,
     which is refused ``unknown_item``). The decision says what to write; it writes nothing.
     """
+    try:
+        canonical_json(command.to_plain())
+    except (CanonicalError, TypeError, ValueError):
+        fallback_id = command.item_id if isinstance(command, Discover) else None
+        return refused(item, [Reason.INVALID_INPUT], fallback_id)
     if isinstance(command, Discover):
         if item is not None:
             # Re-discovery of an existing key is a no-op, never a reset.

@@ -174,7 +174,8 @@ def decide_intent(item: Item, command: Intent, ctx: Context) -> Decision:
     reasons = legal_any(item, Cmd.INTENT) + lease_reasons(item, command, ctx.now)
     artifacts = artifacts_of(item)
     record = artifacts.get(command.key)
-    if record is None:
+    scope = tuple((item.doc("revision") or {}).get("scope", ()))
+    if record is None or (item.state is S.REVISION_PREPARED and command.key not in scope):
         reasons.append(Reason.SCOPE_INVALID)
     elif item.state is S.DELIVERING and command.operation != (
         "update" if record["remote_id"] else "create"
@@ -215,10 +216,19 @@ def decide_bind(item: Item, command: Bind, ctx: Context) -> Decision:
     reasons = legal_any(item, Cmd.BIND) + lease_reasons(item, command, ctx.now)
     artifacts = artifacts_of(item)
     record = artifacts.get(command.key)
+    scope = tuple((item.doc("revision") or {}).get("scope", ()))
     if record is None:
         reasons.append(Reason.SCOPE_INVALID)
     elif record.get("intent") is None:
         reasons.append(Reason.ILLEGAL_TRANSITION)
+    elif item.state is S.REVISION_PREPARED and command.key not in scope:
+        reasons.append(Reason.SCOPE_INVALID)
+    elif (
+        item.state is S.DELIVERING
+        and record["remote_id"]
+        and command.remote_id != record["remote_id"]
+    ):
+        reasons.append(Reason.NOT_AN_UPDATE)  # a second round updates; it never swaps identity
     elif item.state is S.REVISION_PREPARED and (
         command.operation != "update" or command.remote_id != record["remote_id"]
     ):
@@ -505,6 +515,8 @@ def decide_reconcile(item: Item, command: Reconcile, ctx: Context) -> Decision:
     )
     if item.state is S.EXCEPTION and matches_current:
         record["last_op"] = record.get("last_op") or "found"
+    if not matches_current:  # the object still holds the superseded content: update it again
+        record.update(last_op=None, intent=None)
     artifacts[command.key] = record
     return transition(
         item,

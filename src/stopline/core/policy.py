@@ -41,6 +41,11 @@ class RetryPolicy:
             raise ValueError("jitter is a fraction between 0 and 1")
         if self.resume_cap < 1:
             raise ValueError("resume_cap must be at least 1")
+        # One canonical form, so a policy read back from the database has the same version.
+        for name in ("base_delay", "backoff", "max_delay", "jitter"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+        for name in ("max_attempts", "resume_cap"):
+            object.__setattr__(self, name, int(getattr(self, name)))
 
     def delay(self, attempt: int, jitter_sample: float = 0.0) -> timedelta:
         """The wait after failed attempt number ``attempt`` (1-based)."""
@@ -85,6 +90,10 @@ class ApprovalRule:
             raise ValueError("an action that needs approval needs at least one role")
         if self.max_evidence_age <= 0:
             raise ValueError("max_evidence_age must be positive")
+        # One canonical form: 3600 and 3600.0 are the same policy (and the same version).
+        object.__setattr__(self, "max_evidence_age", float(self.max_evidence_age))
+        object.__setattr__(self, "approvals", int(self.approvals))
+        object.__setattr__(self, "roles", tuple(self.roles))
 
     def to_plain(self) -> dict[str, Any]:
         return {
@@ -174,6 +183,11 @@ class Policy:
     # Where deliveries go, as plain data (``{"kind": "directory", "root": ...}``), so that
     # ``reconcile`` and ``publish`` can reach the target without the automation's code.
     target: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.lease_seconds <= 0:
+            raise ValueError("lease_seconds must be positive")
+        object.__setattr__(self, "lease_seconds", float(self.lease_seconds))
 
     def retry_for(self, state: str) -> RetryPolicy:
         """The retry policy of one step (work state): its override, else the automation's."""

@@ -29,6 +29,7 @@ class Reason(StrEnum):
     SELF_APPROVAL = "self_approval"
     ALREADY_APPROVED = "already_approved"
     APPROVALS_MISSING = "approvals_missing"
+    POLICY_CHANGED = "policy_changed"
     # completion
     ALREADY_COMPLETED = "already_completed"
     NOT_COMPLETED = "not_completed"

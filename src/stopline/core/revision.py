@@ -77,10 +77,13 @@ def decide_revise(item: Item, command: Revise, ctx: Context) -> Decision:
             reasons.append(Reason.READBACK_UNVERIFIED)
     packet = item.doc("review_packet")
     seq = int(item.doc("delivery_seq") or 0)
-    if packet is None or packet["void"] or packet["delivery_seq"] != seq:
-        reasons.append(Reason.REVIEW_HEAD_MOVED)
     review = item.doc("review")
-    if review is not None and review["packet"] != (packet or {}).get("digest"):
+    if item.state in DELIVERED_STATES and (  # an unfinished delivery has no head to check
+        packet is None
+        or packet["void"]
+        or packet["delivery_seq"] != seq
+        or (review is not None and review["packet"] != packet["digest"])
+    ):
         reasons.append(Reason.REVIEW_HEAD_MOVED)
     revision = item.doc("revision")
     if revision is not None and revision["state"] in (

@@ -63,6 +63,8 @@ def _step(state: State, now: datetime) -> dict[str, Any]:
 
 def decide_observe(item: Item, command: Observe, ctx: Context) -> Decision:
     reasons = legal(item, Cmd.OBSERVE, S.CLASSIFIED) + lease_reasons(item, command, ctx.now)
+    if command.observed_at > ctx.now:  # evidence from the future would never age
+        reasons.append(Reason.INVALID_INPUT)
     if reasons:
         return refused(item, reasons)
     evidence = {
@@ -95,10 +97,12 @@ def build_proposal(
     proposer: str,
     edited_by: str | None,
     previous_digest: str | None,
+    editors: list[str] | None = None,
 ) -> dict[str, Any]:
     """The proposal document; its digest covers everything but the approvals."""
     policy = policy_of(ctx)
     rule = policy.approval.rule(action)
+    editors = sorted(set(editors or ()) | ({edited_by} if edited_by else set()))
     evidence = item.doc("evidence") or {}
     body: dict[str, Any] = {
         "action": action,
@@ -110,6 +114,7 @@ def build_proposal(
         else [],
         "proposer": proposer,
         "edited_by": edited_by,
+        "editors": editors,
         "previous_digest": previous_digest,
         "policy_version": policy.approval.version,
         "required_roles": sorted(rule.roles),
@@ -121,6 +126,7 @@ def build_proposal(
 
 
 def decide_propose(item: Item, command: Propose, ctx: Context) -> Decision:
+    rejected = item.doc("rejection")
     proposal = build_proposal(
         item,
         ctx,
@@ -130,7 +136,9 @@ def decide_propose(item: Item, command: Propose, ctx: Context) -> Decision:
         rationale=command.rationale,
         proposer=f"automation:{item.automation}",
         edited_by=None,
-        previous_digest=None,
+        # A re-proposal after `reject --return` is bound to the digest it replaces, so the
+        # same content proposed again never carries the rejected digest.
+        previous_digest=None if rejected is None else rejected["digest"],
     )
     target = S.APPROVED if proposal["required_approvals"] == 0 else S.AWAITING_APPROVAL
     reasons = legal(item, Cmd.PROPOSE, target) + lease_reasons(item, command, ctx.now)
@@ -335,7 +343,7 @@ def decide_expire(item: Item, command: Expire, ctx: Context) -> Decision:
             "message": "the lease expired before the worker recorded an outcome",
             "outcome": "abandoned",
         }
-    if item.state is S.REVISION_PREPARED and abandoned:
+    if item.state is S.REVISION_PREPARED and (abandoned or item.attempts >= item.max_attempts):
         failure = {"class": Reason.LEASE_EXPIRED.value, "message": "lease expired mid-revision"}
         return _revision_failed(item, ctx, command.sweeper, (Reason.LEASE_EXPIRED,), failure, entry)
     if item.attempts >= item.max_attempts:

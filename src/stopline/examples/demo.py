@@ -54,10 +54,12 @@ class _LazyDirectory:
         self.name = "directory"
         self._sub = sub
         self._target: DirectoryTarget | None = None
+        self._folder = ""
 
     def _get(self) -> DirectoryTarget:
-        if self._target is None:
-            self._target = DirectoryTarget(os.path.join(drafts_folder(), self._sub))
+        folder = os.path.join(drafts_folder(), self._sub)
+        if self._target is None or folder != self._folder:
+            self._target, self._folder = DirectoryTarget(folder), folder
         return self._target
 
     def describe(self) -> dict[str, str]:

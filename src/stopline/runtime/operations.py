@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..controller import Controller
 from ..core.artifacts import Artifact, field_diff
-from ..core.commands import Observed, Publish
+from ..core.commands import Observed, Publish, Reconcile
 from ..core.decide import decide
 from ..core.decision import Decision, Outcome, refused
 from ..core.reasons import Reason
@@ -18,6 +18,7 @@ from ..targets.registry import UnknownTarget, from_description
 from .loader import load_app
 
 TARGET_UNAVAILABLE = Reason.TARGET_UNAVAILABLE
+REMOTE_IDENTITY_MISSING = Reason.REMOTE_IDENTITY_MISSING
 
 
 def target_for(controller: Controller, automation: str, app_spec: str | None) -> Target | None:
@@ -47,6 +48,22 @@ def reconcile(
     item = controller.item(ref)
     if item is None:
         return controller.reconcile_found(ref, key=key, actor=actor, found=None, remote_id="")
+    replay = idempotency_key is not None and controller.store.idempotency(idempotency_key)
+    if not replay:
+        # The rules that need no lookup come first: a refused reconcile makes no remote call.
+        pre = decide(
+            item,
+            Reconcile(actor=actor, key=key),
+            Context(
+                controller.clock(),
+                controller.store.policy(item.automation),
+                controller.store.actors(),
+            ),
+        )
+        if pre.outcome is Outcome.REFUSED and set(pre.reasons) - {REMOTE_IDENTITY_MISSING}:
+            return controller.reconcile_found(
+                ref, key=key, actor=actor, found=None, remote_id="", idempotency_key=idempotency_key
+            )
     records = {a["key"]: a for a in item.doc("artifacts") or ()}
     record = records.get(key)
     target = target_for(controller, item.automation, app_spec)

@@ -472,7 +472,7 @@ class _Step:
             )
             return False
         except TargetError as exc:
-            self.failure(type(exc).__name__, str(exc), retryable=True)
+            self.failure(Reason.TARGET_UNAVAILABLE.value, str(exc), retryable=True)
             return False
         self.commit(
             Bind(
@@ -549,7 +549,7 @@ class _Step:
                 continue
             except TargetError as exc:
                 self.failure(
-                    type(exc).__name__,
+                    Reason.TARGET_UNAVAILABLE.value,
                     str(exc),
                     retryable=self.item.state is not S.REVISION_PREPARED,
                 )

@@ -1,0 +1,185 @@
+"""Fixtures of the approval catalogue: a real SQLite file, the test app, the CLI, a dump.
+
+Every adversarial case compares :func:`dump` before and after the refused command: all tables
+but ``refusals`` (the audit of refusals lives apart from the state), every row, every column.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stopline.cli.main import main
+from stopline.runtime.automation import App
+from stopline.runtime.runner import run
+
+from .apps.refund_app import CONFIG_ENV, LOG_ENV, build_app, read_log
+
+APPS = Path(__file__).parent / "apps"
+APP_FILE = APPS / "refund_app.py"
+RACE_CLI = APPS / "race_cli.py"
+STOPLINE = Path(sys.executable).parent / "stopline"
+UNDUMPED = frozenset({"refusals"})
+
+Dump = dict[str, list[tuple[Any, ...]]]
+
+
+def dump(db: Path) -> Dump:
+    """Every row of every table but ``refusals``, read straight from the SQLite file.
+
+    ``sqlite_sequence`` is kept, without the row counting ``refusals`` ids.
+    """
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        names = [
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            )
+        ]
+        out: Dump = {}
+        for name in names:
+            if name in UNDUMPED:
+                continue
+            rows = conn.execute(f'SELECT * FROM "{name}"').fetchall()
+            if name == "sqlite_sequence":  # its counter of refusal ids belongs to the audit
+                rows = [r for r in rows if r[0] not in UNDUMPED]
+            out[name] = sorted(rows, key=repr)
+    conn.close()
+    return out
+
+
+def refusals(db: Path) -> list[dict[str, Any]]:
+    """The refusal audit rows, oldest first."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        conn.row_factory = sqlite3.Row
+        rows = [dict(r) for r in conn.execute("SELECT * FROM refusals ORDER BY rowid")]
+    conn.close()
+    return rows
+
+
+@dataclass
+class Env:
+    """One test's database file, app log and command line."""
+
+    tmp: Path
+    capsys: pytest.CaptureFixture[str]
+    app: App | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def db(self) -> Path:
+        return self.tmp / "stopline.db"
+
+    @property
+    def url(self) -> str:
+        return f"sqlite:///{self.db}"
+
+    @property
+    def log(self) -> Path:
+        return self.tmp / "hooks.jsonl"
+
+    # --- the app --------------------------------------------------------------------------
+
+    def setup(self, **config: Any) -> dict[str, dict[str, Any]]:
+        """Build the test app with ``config``, run it until nothing is due; items by key."""
+        self.config = config
+        self.app = build_app(self.log, **config)
+        self.work()
+        items = self.cli_ok("items")["items"]
+        return {i["key"]: i for i in items}
+
+    def work(self) -> None:
+        """``stopline run APP --once``, in process."""
+        assert self.app is not None
+        run(self.app, self.url, once=True, linger=0)
+
+    def work_cli(self) -> subprocess.CompletedProcess[str]:
+        """``stopline run tests/approval/apps/refund_app.py:app --once`` in a new process."""
+        env = {
+            **os.environ,
+            LOG_ENV: str(self.log),
+            CONFIG_ENV: json.dumps(self.config),
+        }
+        done = self.sub("run", f"{APP_FILE}:app", "--once", "--linger", "0", env=env)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    def hooks(self, hook: str) -> list[dict[str, Any]]:
+        return [e for e in read_log(self.log) if e["hook"] == hook]
+
+    def executions(self) -> list[dict[str, Any]]:
+        return self.hooks("execute")
+
+    # --- the command line ---------------------------------------------------------------------
+
+    def cli(self, *args: str, as_json: bool = True) -> tuple[int, Any]:
+        """``stopline ARGS --db URL --json`` in process: exit status and parsed output."""
+        self.capsys.readouterr()
+        argv = [*args, "--db", self.url, *(["--json"] if as_json else [])]
+        code = main(argv)
+        out = self.capsys.readouterr().out
+        return code, json.loads(out) if as_json and out.strip() else out
+
+    def cli_ok(self, *args: str) -> Any:
+        code, doc = self.cli(*args)
+        assert code == 0, doc
+        return doc
+
+    def sub(
+        self, *args: str, env: dict[str, str] | None = None, db: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        """The real ``stopline`` program in a new process."""
+        argv = [str(STOPLINE), *args, *(["--db", self.url, "--json"] if db else [])]
+        return subprocess.run(
+            argv, capture_output=True, text=True, timeout=120, env=env, check=False
+        )
+
+    def show(self, ref: str) -> dict[str, Any]:
+        doc: dict[str, Any] = self.cli_ok("show", ref)
+        return doc
+
+    def digest(self, ref: str) -> str:
+        proposal = self.show(ref)["proposal"]
+        assert proposal is not None
+        return str(proposal["digest"])
+
+    def history(self, ref: str) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = self.cli_ok("history", ref)["events"]
+        return events
+
+    def dump(self) -> Dump:
+        return dump(self.db)
+
+    def refusals(self) -> list[dict[str, Any]]:
+        return refusals(self.db)
+
+    # --- the assertion every adversarial case ends with ------------------------------------------
+
+    def refused(self, args: Sequence[str], reasons: Sequence[str]) -> dict[str, Any]:
+        """Run ``args``; assert exit 3, ``refused`` with exactly ``reasons``, zero writes."""
+        before, audit, ran = self.dump(), len(self.refusals()), len(self.executions())
+        code, doc = self.cli(*args)
+        assert (code, doc["decision"]) == (3, "refused"), doc
+        assert sorted(doc["reasons"]) == sorted(reasons), doc
+        assert len(set(doc["reasons"])) == len(doc["reasons"]), doc
+        assert doc["sequence"] is None
+        assert self.dump() == before, "a refused command wrote to the database"
+        rows = self.refusals()
+        assert len(rows) == audit + 1, "a refusal leaves exactly one audit row"
+        assert sorted(json.loads(rows[-1]["reasons"])) == sorted(reasons)
+        assert len(self.executions()) == ran, "a refused command executed an action"
+        return dict(doc)
+
+
+@pytest.fixture
+def env(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Env:
+    return Env(tmp_path, capsys)

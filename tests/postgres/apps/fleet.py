@@ -1,0 +1,154 @@
+"""A fleet app for the PostgreSQL fault tests: every step records its effect in the database.
+
+Load it as ``stopline run tests/postgres/apps/fleet.py:app``. Each item goes observe -> propose
+(an action that needs no approval) -> execute (nothing to deliver) -> read back -> completed.
+The ``observe``, ``propose`` and ``execute`` hooks each write through their own psycopg
+connection (``STOPLINE_PG_EFFECTS_URL``) into two tables the test creates (:data:`SCHEMA`):
+
+* ``executions``: one row per run of a hook (pid, lease token, attempt), written first; a run
+  is identified by its lease token (one claim), so a write retried after a lost connection
+  whose commit did go through is not counted twice;
+* ``effects``: the step's side effect, idempotent per ``(item_key, step)``: a second run of
+  the same step writes nothing (``ON CONFLICT DO NOTHING``) and is visible only in
+  ``executions``.
+
+The hooks ride out a lost connection (a server restart) by reconnecting and retrying their
+writes for up to two minutes; the effect being idempotent, a retry is harmless.
+
+Environment:
+
+* ``STOPLINE_PG_EFFECTS_URL`` (required): where ``effects`` and ``executions`` live.
+* ``STOPLINE_PG_ITEMS``: how many keys discovery finds (``item-0000`` ..), default 0.
+* ``STOPLINE_PG_LEASE``: lease seconds (default 30).
+* ``STOPLINE_PG_SLEEP``: seconds every hook sleeps after its effect (default 0).
+* ``STOPLINE_PG_BLOCK_KEY`` and ``STOPLINE_PG_GATE``: ``observe`` of that key blocks after
+  recording its execution, before its effect, until the gate file exists (two minutes at most).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import psycopg
+
+from stopline.core.policy import ApprovalPolicy, ApprovalRule, RetryPolicy
+from stopline.runtime.automation import App, Automation, HookContext
+from stopline.runtime.outcomes import Deliver, Evidence, Proposal
+
+SCHEMA = """
+CREATE TABLE effects (
+    item_key text NOT NULL,
+    step     text NOT NULL,
+    pid      integer NOT NULL,
+    token    bigint NOT NULL,
+    at       timestamptz NOT NULL DEFAULT clock_timestamp(),
+    UNIQUE (item_key, step)
+);
+CREATE TABLE executions (
+    id       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    item_key text NOT NULL,
+    step     text NOT NULL,
+    pid      integer NOT NULL,
+    token    bigint NOT NULL,
+    attempt  integer NOT NULL,
+    at       timestamptz NOT NULL DEFAULT clock_timestamp(),
+    UNIQUE (item_key, step, token)
+);
+"""
+STEPS = ("observe", "propose", "execute")
+RETRY_FOR = 120.0
+GATE_LIMIT = 120.0
+
+_conn: psycopg.Connection[Any] | None = None
+
+
+def _env(name: str, default: str = "") -> str:
+    return os.environ.get(f"STOPLINE_PG_{name}", default)
+
+
+def _execute(sql: str, params: tuple[Any, ...]) -> None:
+    """Run one autocommit statement, reconnecting and retrying while the server is away."""
+    global _conn
+    deadline = time.monotonic() + RETRY_FOR
+    while True:
+        try:
+            if _conn is None or _conn.closed:
+                _conn = psycopg.connect(_env("EFFECTS_URL"), autocommit=True, connect_timeout=5)
+            _conn.execute(sql, params)
+            return
+        except psycopg.OperationalError:
+            if _conn is not None:
+                _conn.close()
+            _conn = None
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def _wait_for_gate() -> None:
+    gate = _env("GATE")
+    deadline = time.monotonic() + GATE_LIMIT
+    while not (gate and os.path.exists(gate)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _step(ctx: HookContext, step: str) -> None:
+    item = ctx.item
+    assert item is not None
+    who = (item.key, step, os.getpid(), item.lease_token)
+    _execute(
+        "INSERT INTO executions (item_key, step, pid, token, attempt) VALUES (%s, %s, %s, %s, %s)"
+        " ON CONFLICT (item_key, step, token) DO NOTHING",
+        (*who, item.attempts),
+    )
+    if step == "observe" and item.key == _env("BLOCK_KEY"):
+        _wait_for_gate()
+    _execute(
+        "INSERT INTO effects (item_key, step, pid, token) VALUES (%s, %s, %s, %s)"
+        " ON CONFLICT (item_key, step) DO NOTHING",
+        who,
+    )
+    pause = float(_env("SLEEP", "0"))
+    if pause:
+        time.sleep(pause)
+
+
+def discover(ctx: HookContext) -> Iterable[str]:
+    return [f"item-{n:04d}" for n in range(int(_env("ITEMS", "0")))]
+
+
+def observe(ctx: HookContext) -> Any:
+    _step(ctx, "observe")
+    assert ctx.item is not None
+    return Evidence({"key": ctx.item.key})
+
+
+def propose(ctx: HookContext) -> Any:
+    _step(ctx, "propose")
+    assert ctx.item is not None
+    return Proposal("tidy", {"key": ctx.item.key}, target=ctx.item.key)
+
+
+def execute(ctx: HookContext) -> Any:
+    _step(ctx, "execute")
+    return Deliver()
+
+
+app = App(
+    [
+        Automation(
+            name="fleet",
+            discover=discover,
+            observe=observe,
+            propose=propose,
+            execute=execute,
+            every=3600.0,
+            lease_seconds=float(_env("LEASE", "30")),
+            retry=RetryPolicy(max_attempts=5, base_delay=0.05, max_delay=1.0),
+            approval=ApprovalPolicy(rules={"tidy": ApprovalRule(approvals=0)}),
+        )
+    ]
+)

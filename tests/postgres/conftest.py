@@ -1,0 +1,340 @@
+"""The PostgreSQL fault tests: real ``stopline`` processes against a real PostgreSQL server.
+
+:class:`PgLab` runs the command line in subprocesses (``python -m stopline.cli.main``) against
+one test database (the ``postgres_url`` fixture of ``tests/conftest.py``: a fresh copy of the
+migrated template), reads that database directly with psycopg, and kills every process it
+started when the test ends (each process leads its own process group, so ``--workers``
+children go too). :class:`PrivateServer` is a throw-away PostgreSQL instance of one test, made
+with Debian's binaries, for the test that restarts the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import psycopg
+import pytest
+from psycopg.rows import dict_row
+
+from .apps.fleet import SCHEMA
+
+HERE = Path(__file__).resolve().parent
+FLEET_APP = f"{HERE / 'apps' / 'fleet.py'}:app"
+DEMO_APP = "stopline.examples.demo:app"
+CLI = [sys.executable, "-m", "stopline.cli.main"]
+PG_BIN = Path(os.environ.get("STOPLINE_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
+STOPLINE_TABLES = (
+    "actor_events",
+    "actors",
+    "automations",
+    "events",
+    "idempotency",
+    "items",
+    "schedules",
+    "schema_migrations",
+    "tokens",
+)
+T = TypeVar("T")
+
+
+def wait_for(
+    predicate: Callable[[], T | None], timeout: float, what: str, interval: float = 0.05
+) -> T:
+    """Poll ``predicate`` until it returns something truthy; fail with ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}", pytrace=False)
+        time.sleep(interval)
+
+
+def query(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    """Rows of one statement on a short-lived autocommit connection."""
+    with psycopg.connect(url, autocommit=True, row_factory=dict_row, connect_timeout=10) as conn:
+        cur = conn.execute(sql, params)
+        return list(cur.fetchall()) if cur.description else []
+
+
+@dataclass
+class Proc:
+    """A started ``stopline`` process and where its output goes."""
+
+    popen: subprocess.Popen[bytes]
+    name: str
+    out: Path
+    err: Path
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def output(self) -> str:
+        return (
+            f"[{self.name} stdout]\n{self.out.read_text()}\n"
+            f"[{self.name} stderr]\n{self.err.read_text()[-6000:]}"
+        )
+
+    def wait(self, timeout: float) -> int:
+        try:
+            return self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pytest.fail(
+                f"{self.name} (pid {self.pid}) did not exit within {timeout:.0f} s\n"
+                + self.output(),
+                pytrace=False,
+            )
+
+    def json(self) -> Any:
+        return json.loads(self.out.read_text())
+
+    def children(self) -> list[int]:
+        """Pids of its ``--workers`` processes (multiprocessing spawns; not its helpers)."""
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == self.pid and b"spawn_main" in cmdline:
+                found.append(int(entry.name))
+        return sorted(found)
+
+
+@dataclass
+class PgLab:
+    """One test's database, folder and processes."""
+
+    root: Path
+    url: str
+    env: dict[str, str] = field(default_factory=dict)
+    procs: list[Proc] = field(default_factory=list)
+
+    def environment(self, extra: Mapping[str, Any] | None = None) -> dict[str, str]:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("STOPLINE_PG_", "STOPLINE_CRASH", "STOPLINE_DATABASE"))
+        }
+        env.update(
+            STOPLINE_LOG="WARNING",
+            STOPLINE_PG_EFFECTS_URL=self.url,
+            STOPLINE_DEMO_DRAFTS=str(self.root / "demo-drafts"),
+            PYTHONUNBUFFERED="1",
+        )
+        env.update(self.env)
+        env.update({k: str(v) for k, v in (extra or {}).items()})
+        return env
+
+    # --- processes ------------------------------------------------------------------------
+
+    def cli(
+        self,
+        *args: str,
+        env: Mapping[str, Any] | None = None,
+        db: str | None = None,
+        timeout: float = 180,
+        ok: tuple[int, ...] = (0,),
+    ) -> subprocess.CompletedProcess[str]:
+        """Run one ``stopline`` command to its end; fail unless its exit status is in ``ok``."""
+        done = subprocess.run(
+            [*CLI, *args, "--db", db or self.url],
+            env=self.environment(env),
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if ok and done.returncode not in ok:
+            pytest.fail(
+                f"stopline {' '.join(args)} exited {done.returncode}\n"
+                f"stdout: {done.stdout}\nstderr: {done.stderr[-6000:]}",
+                pytrace=False,
+            )
+        return done
+
+    def cli_json(self, *args: str, env: Mapping[str, Any] | None = None, **kw: Any) -> Any:
+        return json.loads(self.cli(*args, "--json", env=env, **kw).stdout)
+
+    def start(
+        self,
+        *args: str,
+        env: Mapping[str, Any] | None = None,
+        name: str = "",
+        db: str | None = None,
+    ) -> Proc:
+        """Start ``stopline ARGS`` in the background, in its own process group."""
+        name = name or f"proc{len(self.procs)}"
+        out, err = self.root / f"{name}.out", self.root / f"{name}.err"
+        with out.open("wb") as stdout, err.open("wb") as stderr:
+            popen = subprocess.Popen(
+                [*CLI, *args, "--db", db or self.url],
+                env=self.environment(env),
+                cwd=self.root,
+                stdout=stdout,
+                stderr=stderr,
+                start_new_session=True,
+            )
+        proc = Proc(popen, name, out, err)
+        self.procs.append(proc)
+        return proc
+
+    def run_fleet(
+        self,
+        *args: str,
+        env: Mapping[str, Any] | None = None,
+        name: str = "",
+        db: str | None = None,
+    ) -> Proc:
+        """``stopline run tests/postgres/apps/fleet.py:app --once --json ARGS`` in the background."""
+        return self.start("run", FLEET_APP, "--once", "--json", *args, env=env, name=name, db=db)
+
+    def cleanup(self) -> None:
+        for proc in self.procs:
+            for sig in (signal.SIGCONT, signal.SIGKILL):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):  # the kernel reports it
+                proc.popen.wait(timeout=15)
+
+    # --- the database ---------------------------------------------------------------------
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        return query(self.url, sql, params)
+
+    def scalar(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        rows = self.query(sql, params)
+        return next(iter(rows[0].values())) if rows else None
+
+    def create_effects_tables(self) -> None:
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(SCHEMA)
+
+    def states(self) -> dict[str, int]:
+        rows = self.query("SELECT state, COUNT(*) AS n FROM items GROUP BY state")
+        return {r["state"]: int(r["n"]) for r in rows}
+
+    def completed(self) -> int:
+        return int(self.scalar("SELECT COUNT(*) FROM items WHERE state = 'completed'"))
+
+    def refusals(self) -> list[dict[str, Any]]:
+        return self.query("SELECT * FROM refusals ORDER BY id")
+
+    def dump(self, tables: tuple[str, ...] = (*STOPLINE_TABLES, "effects")) -> dict[str, Any]:
+        """Every row of ``tables`` (as text, sorted): equal dumps mean nothing was written."""
+        out = {}
+        for table in tables:
+            rows = self.query(f'SELECT t::text AS row FROM "{table}" t')
+            out[table] = sorted(r["row"] for r in rows)
+        return out
+
+    def verify(self) -> dict[str, Any]:
+        doc: dict[str, Any] = self.cli_json("verify", ok=(0, 3))
+        assert doc["ok"], f"stopline verify found problems: {doc['problems'][:20]}"
+        return doc
+
+
+@pytest.fixture
+def pg_lab(postgres_url: str, tmp_path: Path) -> Iterator[PgLab]:
+    """A lab on a fresh, migrated database holding the fleet app's effect tables."""
+    lab = PgLab(tmp_path, postgres_url)
+    lab.create_effects_tables()
+    try:
+        yield lab
+    finally:
+        lab.cleanup()
+
+
+# --- a private server ------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class PrivateServer:
+    """A PostgreSQL instance of one test: ``initdb`` into a temporary folder, own port.
+
+    As root the binaries run as the ``postgres`` OS user (``initdb`` refuses root).
+    """
+
+    def __init__(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="stopline-pg-"))
+        self.data = self.folder / "data"
+        self.log = self.folder / "server.log"
+        self.port = free_port()
+        self.prefix: list[str] = []
+        if os.geteuid() == 0:
+            shutil.chown(self.folder, "postgres", "postgres")
+            self.prefix = ["runuser", "-u", "postgres", "--"]
+        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-N")
+        self.options = (
+            f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections=60"
+        )
+        self.pg_ctl("start", "-o", self.options)
+
+    def _run(self, binary: str, *args: str) -> None:
+        done = subprocess.run(
+            [*self.prefix, str(PG_BIN / binary), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"{binary} {' '.join(args)}: {done.stdout}{done.stderr}")
+
+    def pg_ctl(self, action: str, *args: str) -> None:
+        self._run("pg_ctl", action, "-D", str(self.data), "-l", str(self.log), "-w", *args)
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self, name: str) -> str:
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def restart(self) -> None:
+        """``pg_ctl restart -m fast``: every session is ended, the server is back when it returns."""
+        self.pg_ctl("restart", "-m", "fast")
+
+    def close(self) -> None:
+        with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
+            self.pg_ctl("stop", "-m", "immediate")
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@pytest.fixture
+def private_server() -> Iterator[PrivateServer]:
+    """A PostgreSQL instance of this test alone, or a skip (a failure if PostgreSQL is required)."""
+    if not (PG_BIN / "initdb").exists():
+        message = f"no PostgreSQL binaries in {PG_BIN} (set STOPLINE_TEST_PG_BIN)"
+        if os.environ.get("STOPLINE_REQUIRE_POSTGRES") == "1":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    server = PrivateServer()
+    try:
+        yield server
+    finally:
+        server.close()

@@ -1,0 +1,123 @@
+"""Many worker processes on one PostgreSQL database: every item done, every effect once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+import pytest
+
+from .conftest import PgLab, wait_for
+
+pytestmark = pytest.mark.postgres
+
+STEPS = 3  # observe, propose, execute: the hooks that record an effect
+EVENTS_PER_ITEM = 6  # discover, observe, propose, execute, delivered, read back
+
+
+def check_fleet(lab: PgLab, items: int) -> dict[str, Any]:
+    """Every item completed, unleased, with one history of the same length; every effect
+    recorded exactly once and executed at least once; ``stopline verify`` clean."""
+    assert lab.states() == {"completed": items}, "an item was lost or stuck"
+    assert lab.scalar("SELECT COUNT(*) FROM items WHERE lease_owner IS NOT NULL") == 0
+    lengths = lab.query("SELECT seq, COUNT(*) AS n FROM items GROUP BY seq")
+    assert lengths == [{"seq": EVENTS_PER_ITEM, "n": items}], lengths
+    effects = lab.query(
+        "SELECT COUNT(*) AS n, COUNT(DISTINCT item_key) AS keys FROM effects"
+        " WHERE step IN ('observe', 'propose', 'execute')"
+    )[0]
+    assert effects == {"n": items * STEPS, "keys": items}, "an effect is missing"
+    unexecuted = lab.query(
+        "SELECT e.item_key, e.step FROM effects e LEFT JOIN executions x"
+        " ON x.item_key = e.item_key AND x.step = e.step WHERE x.id IS NULL"
+    )
+    assert unexecuted == [], "an effect without an execution"
+    doc = lab.verify()
+    assert (doc["items"], doc["events"]) == (items, items * EVENTS_PER_ITEM)
+    return doc
+
+
+def reexecuted(lab: PgLab) -> list[dict[str, Any]]:
+    """``(item_key, step)`` pairs whose hook ran more than once, with the attempt logs."""
+    return lab.query(
+        "SELECT x.item_key, x.step, COUNT(*) AS runs, i.attempt_log::text AS log"
+        " FROM executions x JOIN items i ON i.key = x.item_key"
+        " GROUP BY x.item_key, x.step, i.attempt_log::text HAVING COUNT(*) > 1"
+    )
+
+
+def worker_pids(lab: PgLab) -> set[int]:
+    """Pids of the workers that committed a step (worker ids are ``host:pid:suffix``)."""
+    rows = lab.query("SELECT DISTINCT actor FROM events WHERE command <> 'discover'")
+    return {int(r["actor"].split(":")[1]) for r in rows}
+
+
+CASES = [
+    pytest.param(3, 100, 0, id="3x100"),
+    pytest.param(3, 100, 1, id="3x100-kill1"),
+    pytest.param(8, 2000, 0, id="8x2000", marks=pytest.mark.slow),
+    pytest.param(8, 2000, 2, id="8x2000-kill2", marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize(("workers", "items", "kills"), CASES)
+def test_workers_complete_every_item_with_each_effect_once(
+    pg_lab: PgLab, workers: int, items: int, kills: int
+) -> None:
+    """N worker processes, K of them SIGKILLed mid-run, complete every item; effects once."""
+    env = {
+        "STOPLINE_PG_ITEMS": items,
+        "STOPLINE_PG_LEASE": 2 if kills else 60,
+        "STOPLINE_PG_SLEEP": 0.02 if items <= 100 else 0.005,
+    }
+    started = time.monotonic()
+    proc = pg_lab.run_fleet("--workers", str(workers), env=env, name="fleet")
+    children = wait_for(
+        lambda: (found := proc.children()) and len(found) == workers - 1 and found,
+        120,
+        f"{workers - 1} worker processes to start",
+    )
+    victims: list[int] = []
+    if kills:
+        wait_for(lambda: pg_lab.completed() >= items // 4, 300, "a quarter of items to complete")
+
+        def holding() -> list[int]:
+            owners = pg_lab.query("SELECT lease_owner FROM items WHERE lease_owner IS NOT NULL")
+            leased = {int(r["lease_owner"].split(":")[1]) for r in owners}
+            return [pid for pid in children if pid in leased][:kills]
+
+        victims = wait_for(
+            lambda: len(found := holding()) == kills and found, 60, f"{kills} leased workers"
+        )
+        for pid in victims:
+            os.kill(pid, signal.SIGKILL)
+        assert pg_lab.completed() < items, "the run ended before the kill"
+    code = proc.wait(900)
+    elapsed = time.monotonic() - started
+    assert code == 0, proc.output()
+    assert proc.json()["discovered"] == items
+
+    check_fleet(pg_lab, items)
+    twice = reexecuted(pg_lab)
+    committed = worker_pids(pg_lab)
+    if not kills:
+        assert twice == [], "a step ran twice in a run without faults"
+        assert pg_lab.refusals() == []
+        assert committed == {proc.pid, *children}, "a worker process never committed a step"
+    else:
+        unexplained = [t for t in twice if "lease_expired" not in t["log"]]
+        assert unexplained == [], "a step ran twice although no lease expired"
+        abandoned = pg_lab.query(
+            "SELECT key FROM items, json_array_elements(attempt_log) AS a"
+            " WHERE a->>'class' = 'lease_expired'"
+            " AND split_part(a->>'worker', ':', 2)::int = ANY(%s)",
+            (victims,),
+        )
+        assert abandoned, "no step of a killed worker was taken over after its lease expired"
+        assert set(victims) <= committed
+    print(
+        f"\n{workers} workers x {items} items, {kills} killed: {elapsed:.1f} s,"
+        f" {items / elapsed:.0f} items/s, {len(twice)} steps re-run"
+    )

@@ -1,0 +1,79 @@
+"""The database goes away in the middle of a run; the workers reconnect and carry on.
+
+The slow test restarts a PostgreSQL server of its own (:class:`PrivateServer`: restarting the
+shared one would break every other test running against it). The fast one ends every session
+of its database on the shared server with ``pg_terminate_backend``, which is what a restart
+does to the clients.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from .conftest import PgLab, PrivateServer, wait_for
+from .test_fleet import check_fleet, reexecuted
+
+pytestmark = pytest.mark.postgres
+
+RESTARTS = (0.2, 0.45, 0.7)  # disrupt when this share of the items is completed
+
+
+def run_through(lab: PgLab, workers: int, items: int, disrupt: Callable[[], None]) -> None:
+    """Run ``workers`` processes over ``items`` items, ``disrupt`` the database at each share
+    of :data:`RESTARTS`; every worker must carry on and every item complete, each step once."""
+    env = {"STOPLINE_PG_ITEMS": items, "STOPLINE_PG_LEASE": 10, "STOPLINE_PG_SLEEP": 0.01}
+    procs = [lab.run_fleet(env=env, name=f"worker{n}") for n in range(workers)]
+    for share in RESTARTS:
+        done = items * share
+        wait_for(lambda done=done: lab.completed() >= done, 300, f"{share:.0%} of items done")
+        disrupt()
+    back = datetime.now(UTC)
+    assert lab.completed() < items, "the run ended before the last disruption"
+    for proc in procs:
+        code = proc.wait(600)
+        assert code == 0, proc.output()
+    after = lab.query(
+        "SELECT DISTINCT split_part(actor, ':', 2)::int AS pid FROM events"
+        " WHERE command <> 'discover' AND at > %s",
+        (back,),
+    )
+    pids = {p.pid for p in procs}
+    assert {r["pid"] for r in after} == pids, "a worker did no work after the last disruption"
+    check_fleet(lab, items)
+    assert reexecuted(lab) == [], "a step ran twice across a disruption"
+
+
+def test_workers_reconnect_after_their_sessions_are_killed(pg_lab: PgLab) -> None:
+    """Every session of the database killed three times mid-run: workers carry on, each step once."""
+    database = pg_lab.url.rsplit("/", 1)[1]
+
+    def kill_sessions() -> None:
+        killed = pg_lab.query(
+            "SELECT pg_terminate_backend(pid, 5000) AS ok FROM pg_stat_activity"
+            " WHERE datname = %s AND pid <> pg_backend_pid()",
+            (database,),
+        )
+        assert any(r["ok"] for r in killed), "no session to kill"  # one may end by itself
+
+    run_through(pg_lab, workers=3, items=150, disrupt=kill_sessions)
+
+
+@pytest.mark.slow
+def test_workers_reconnect_after_a_server_restart(
+    private_server: PrivateServer, tmp_path: Path
+) -> None:
+    """pg_ctl restart three times mid-run: workers reconnect; nothing lost, nothing run twice."""
+    lab = PgLab(tmp_path, private_server.create_database("fleet"))
+    try:
+        lab.cli("migrate")
+        lab.create_effects_tables()
+        run_through(lab, workers=4, items=600, disrupt=private_server.restart)
+        log = private_server.log.read_text()
+        ready = log.count("database system is ready to accept connections")
+        assert ready == 1 + len(RESTARTS), log[-3000:]
+    finally:
+        lab.cleanup()
