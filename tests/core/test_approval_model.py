@@ -63,6 +63,7 @@ class ApprovalModel(RuleBasedStateMachine):
         self.digests: dict[int, str] = {}
         self.approvals: dict[str, int] = {}  # actor -> generation approved
         self.editor: str | None = None
+        self.editors: set[str] = set()
         self.observed_at: datetime | None = None
 
     # --- model ---------------------------------------------------------------------------------
@@ -71,11 +72,13 @@ class ApprovalModel(RuleBasedStateMachine):
         actor = self.actors.get(name)
         if actor is None or not actor.active or "approver" not in actor.roles:
             return False
-        return not (self.separation and name in (AUTOMATION_PROPOSER, self.editor))
+        return not (self.separation and (name == AUTOMATION_PROPOSER or name in self.editors))
 
     def fresh(self) -> bool:
         assert self.observed_at is not None
-        return self.clock.now - self.observed_at <= timedelta(seconds=MAX_AGE)
+        return self.clock.now - self.observed_at < timedelta(
+            seconds=MAX_AGE
+        )  # younger than the maximum
 
     def valid_approvals(self) -> set[str]:
         return {a for a, g in self.approvals.items() if g == self.generation and self.valid_now(a)}
@@ -88,6 +91,8 @@ class ApprovalModel(RuleBasedStateMachine):
         self.digests[self.generation] = self.h.digest()
         self.approvals = {}
         self.editor = editor
+        # every editor of a proposal is barred from approving it; a fresh proposal starts clean
+        self.editors = set() if editor is None else {*self.editors, editor}
 
     # --- driving the item ----------------------------------------------------------------------
 
@@ -178,6 +183,12 @@ class ApprovalModel(RuleBasedStateMachine):
         should = current and self.valid_now(actor) and self.fresh() and not already
         assert d.applied == should, (d.outcome, d.reasons, actor, current, self.fresh())
         if d.applied:
+            # recording an approval drops those whose authority no longer holds, for good
+            self.approvals = {
+                a: g
+                for a, g in self.approvals.items()
+                if g == self.generation and self.valid_now(a)
+            }
             self.approvals[actor] = self.generation
             shown = len(self.h.it.doc("proposal")["approvals"])
             assert (self.state is S.APPROVED) == (shown >= self.required)
