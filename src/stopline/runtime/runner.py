@@ -13,6 +13,7 @@ from types import FrameType
 
 from ..controller import utcnow
 from ..store import open_store
+from ..store.errors import connection_errors
 from .automation import App
 from .loader import load_app
 from .scheduler import Scheduler
@@ -50,25 +51,33 @@ def work_loop(
     """Claim and run steps until stopped (or, with ``once``, until nothing is due soon)."""
     steps = 0
     next_fire: datetime | None = None
+    backoff = 0.0
+    transient = connection_errors()
     while not stop.requested:
-        if scheduler is not None and not once:
+        try:
+            if scheduler is not None and not once:
+                now = clock()
+                if next_fire is None or now >= next_fire:
+                    scheduler.tick()
+                    next_fire = scheduler.next_fire()
+            if worker.tick():
+                steps += 1
+                backoff = 0.0
+                continue
             now = clock()
-            if next_fire is None or now >= next_fire:
-                scheduler.tick()
-                next_fire = scheduler.next_fire()
-        if worker.tick():
-            steps += 1
-            continue
-        now = clock()
-        due = worker.store.next_due(list(worker.automations))
-        wait = max_idle_wait
-        if due is not None:
-            wait = min(wait, max((due - now).total_seconds(), 0.0))
-        if once and (due is None or (due - now).total_seconds() > linger):
-            break
-        if scheduler is not None and not once and next_fire is not None:
-            wait = min(wait, max((next_fire - now).total_seconds(), 0.0))
-        worker.store.wait_for_work(max(wait, 0.01))
+            due = worker.store.next_due(list(worker.automations))
+            wait = max_idle_wait
+            if due is not None:
+                wait = min(wait, max((due - now).total_seconds(), 0.0))
+            if once and (due is None or (due - now).total_seconds() > linger):
+                break
+            if scheduler is not None and not once and next_fire is not None:
+                wait = min(wait, max((next_fire - now).total_seconds(), 0.0))
+            worker.store.wait_for_work(max(wait, 0.01))
+        except transient as exc:  # the database went away: wait, reconnect, carry on
+            backoff = min(max(backoff * 2, 0.1), 5.0)
+            log.warning("database unavailable (%s); retrying in %.1f s", exc, backoff)
+            time.sleep(backoff)
     return steps
 
 

@@ -13,3 +13,20 @@ class UnsupportedURL(StoreError):
 
 class SchemaMismatch(StoreError):
     """The database schema is newer than this stopline knows, or not migrated."""
+
+
+def connection_errors() -> tuple[type[BaseException], ...]:
+    """Driver errors that mean "the database is unreachable or busy right now": a worker
+    waits and tries again (nothing was committed by the failed call, or its commit is
+    re-checked by the version guard)."""
+    import sqlite3
+
+    found: list[type[BaseException]] = [sqlite3.OperationalError]
+    try:
+        import psycopg
+        import psycopg_pool
+
+        found += [psycopg.OperationalError, psycopg_pool.PoolTimeout]
+    except ImportError:  # pragma: no cover - without the postgres extra
+        pass
+    return tuple(found)
