@@ -36,17 +36,7 @@ FLEET_APP = f"{HERE / 'apps' / 'fleet.py'}:app"
 DEMO_APP = "stopline.examples.demo:app"
 CLI = [sys.executable, "-m", "stopline.cli.main"]
 PG_BIN = Path(os.environ.get("STOPLINE_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
-STOPLINE_TABLES = (
-    "actor_events",
-    "actors",
-    "automations",
-    "events",
-    "idempotency",
-    "items",
-    "schedules",
-    "schema_migrations",
-    "tokens",
-)
+UNDUMPED = ("refusals", "executions")  # the audit of refusals; the hooks' own log of runs
 T = TypeVar("T")
 
 
@@ -239,12 +229,18 @@ class PgLab:
     def refusals(self) -> list[dict[str, Any]]:
         return self.query("SELECT * FROM refusals ORDER BY id")
 
-    def dump(self, tables: tuple[str, ...] = (*STOPLINE_TABLES, "effects")) -> dict[str, Any]:
-        """Every row of ``tables`` (as text, sorted): equal dumps mean nothing was written."""
+    def dump(self, without: tuple[str, ...] = UNDUMPED) -> dict[str, Any]:
+        """Every row of every table but ``without`` (as text, sorted): equal dumps mean that
+        nothing was written."""
+        tables = self.query(
+            "SELECT table_name AS name FROM information_schema.tables"
+            " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+            " ORDER BY table_name"
+        )
         out = {}
-        for table in tables:
-            rows = self.query(f'SELECT t::text AS row FROM "{table}" t')
-            out[table] = sorted(r["row"] for r in rows)
+        for name in (t["name"] for t in tables if t["name"] not in without):
+            rows = self.query(f'SELECT t::text AS row FROM "{name}" t')
+            out[name] = sorted(r["row"] for r in rows)
         return out
 
     def verify(self) -> dict[str, Any]:
@@ -288,11 +284,15 @@ class PrivateServer:
         if os.geteuid() == 0:
             shutil.chown(self.folder, "postgres", "postgres")
             self.prefix = ["runuser", "-u", "postgres", "--"]
-        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-N")
-        self.options = (
+        options = (
             f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections=60"
         )
-        self.pg_ctl("start", "-o", self.options)
+        try:
+            self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-N")
+            self.pg_ctl("start", "-o", options)
+        except BaseException:
+            self.close()
+            raise
 
     def _run(self, binary: str, *args: str) -> None:
         done = subprocess.run(

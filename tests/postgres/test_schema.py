@@ -11,22 +11,29 @@ import pytest
 
 from stopline.store import SchemaMismatch, open_store
 from stopline.store.postgres import MIGRATION_LOCK
+from stopline.store.queries import migrations
 
 from .conftest import FLEET_APP, PgLab, query, wait_for
 
 pytestmark = pytest.mark.postgres
 
+KNOWN = [version for version, _, _ in migrations("postgres")]  # the versions this code knows
+
 
 def test_a_worker_refuses_to_start_on_a_newer_schema(pg_lab: PgLab) -> None:
-    """`stopline run` against schema version 2 exits 2 with a clear message, writing nothing."""
-    pg_lab.query("INSERT INTO schema_migrations (version, name) VALUES (2, '0002_future')")
+    """`stopline run` on a schema from a newer stopline exits 2 with a clear message, no write."""
+    future = KNOWN[-1] + 1
+    pg_lab.query(
+        "INSERT INTO schema_migrations (version, name) VALUES (%s, 'from_the_future')", (future,)
+    )
     before = pg_lab.dump()
     for extra in ((), ("--workers", "2")):
         done = pg_lab.cli("run", FLEET_APP, "--once", *extra, env={"STOPLINE_PG_ITEMS": 3}, ok=())
         assert done.returncode == 2, done.stderr
         assert done.stdout == ""
         assert done.stderr.strip() == (
-            "stopline: database schema is version 2, this stopline knows 1; upgrade stopline"
+            f"stopline: database schema is version {future}, this stopline knows {KNOWN[-1]};"
+            " upgrade stopline"
         )
     assert pg_lab.dump() == before, "a refused worker wrote to the database"
     assert pg_lab.query("SELECT * FROM automations") == []
@@ -69,9 +76,10 @@ def test_two_migrate_processes_at_once_apply_the_schema_once(
         codes = [proc.wait(120) for proc in procs]
         assert codes == [0, 0], [proc.output() for proc in procs]
         docs = [json.loads(proc.out.read_text()) for proc in procs]
-        assert sorted(doc["applied"] for doc in docs) == [[], [1]]
-        assert [doc["version"] for doc in docs] == [1, 1]
-        assert lab.query("SELECT version FROM schema_migrations") == [{"version": 1}]
+        assert sorted(docs[0]["applied"] + docs[1]["applied"]) == KNOWN, "applied twice"
+        assert [doc["version"] for doc in docs] == [KNOWN[-1]] * 2
+        rows = lab.query("SELECT version FROM schema_migrations ORDER BY version")
+        assert [r["version"] for r in rows] == KNOWN
         assert lab.cli_json("verify") == {"ok": True, "items": 0, "events": 0, "problems": []}
     finally:
         lab.cleanup()

@@ -16,6 +16,7 @@ import os
 import random
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -51,6 +52,7 @@ from ..core.states import State
 from ..core.step import Context
 from ..core.work import continue_claim
 from ..store import Store
+from ..store.errors import connection_errors
 from ..targets.base import OutcomeUnknown, RemoteMissing, RemoteRef, TargetError, VersionConflict
 from . import outcomes as o
 from .automation import App, Automation, HookContext
@@ -85,6 +87,7 @@ BOUNDARIES = DELIVERY_BOUNDARIES + REVISION_BOUNDARIES
 
 
 SWEEP_EVERY = 0.5  # seconds between sweeps of steps no claim may take any more
+REREAD_FOR = 120.0  # seconds a worker keeps trying to read back a commit cut off midway
 
 
 def default_worker_id() -> str:
@@ -119,6 +122,7 @@ class Worker:
         self._crash_at = os.environ.get(CRASH_ENV, "")
         self.refusals = 0
         self._last_sweep: datetime | None = None
+        self._unavailable = connection_errors()
 
     # --- the loop ------------------------------------------------------------------------------
 
@@ -181,7 +185,12 @@ class Worker:
             if item.lease_owner is None:
                 return
             now = self.clock()
-            if self.store.renew(item, now, lease_seconds):
+            try:
+                renewed = self.store.renew(item, now, lease_seconds)
+            except self._unavailable as exc:  # the next round tries again
+                log.warning("could not renew the lease on %s: %s", item.id, exc)
+                continue
+            if renewed:
                 holder.renewed(now, lease_seconds)
             else:
                 return
@@ -201,7 +210,10 @@ class Worker:
             return decision
         if decision.outcome is Outcome.APPLIED:
             decision = self._chain(decision, policy)
-            if not self.store.apply(decision):
+            written = self._apply(decision)
+            if written is None:  # cut off before a commit that wrote nothing: decide again
+                return self.commit(holder, command)
+            if not written:
                 fresh = self.store.get(item.id)
                 if fresh is not None:
                     holder.item = fresh
@@ -212,6 +224,31 @@ class Worker:
             assert decision.after is not None
             holder.item = decision.after
         return decision
+
+    def _apply(self, decision: Decision) -> bool | None:
+        """``store.apply``. If the database goes away before the outcome of the commit is
+        known, read the item back once it answers again: ``True`` when this decision's event
+        is its head (the commit went through), ``None`` when the item is as it was (nothing
+        was written), ``False`` when another write came first."""
+        try:
+            return self.store.apply(decision)
+        except self._unavailable as exc:
+            log.warning("database lost committing %s (%s); reading it back", decision.item_id, exc)
+        assert decision.before is not None and decision.event is not None
+        deadline = time.monotonic() + REREAD_FOR
+        while True:
+            try:
+                fresh = self.store.get(decision.before.id)
+                break
+            except self._unavailable:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        if fresh is not None and fresh.head == decision.event.hash:
+            return True
+        if fresh is not None and fresh.version == decision.before.version:
+            return None
+        return False
 
     def _chain(self, decision: Decision, policy: Policy) -> Decision:
         after = decision.after
