@@ -1,13 +1,16 @@
 """The PostgreSQL store: psycopg 3, a small connection pool, LISTEN/NOTIFY for new work.
 
-Transactions. Every write is one transaction on a pooled connection (``BEGIN`` .. ``COMMIT``,
-rolled back on any error); reads run in autocommit, one snapshot per statement. The default
+Transactions. The two hot writes are single statements in autocommit, each its own
+transaction in one round trip: the claim, and an applied decision (the compare-and-set update
+plus its event, as one ``WITH ... UPDATE ... INSERT`` statement). Every other write is one
+transaction on a pooled connection (``BEGIN`` .. ``COMMIT``, rolled back on any error); reads run in autocommit, one snapshot per statement. The default
 isolation (READ COMMITTED) is enough: every write is guarded by a compare-and-set on the item
 version, the claim locks its row with ``FOR UPDATE SKIP LOCKED``, and actor changes take an
 advisory lock (see ``upsert_actor`` in ``sql/postgres/queries.sql``).
 
-Reconnecting. Each connection taken from the pool is checked first (an empty query, one round
-trip); a broken one goes back to the pool, which discards it and opens a replacement, and the
+Reconnecting. A connection taken from the pool after sitting idle for more than
+``CHECK_IDLE`` seconds is checked first (an empty query, one round trip); a broken one goes back
+to the pool, which discards it and opens a replacement, and the
 next one is tried at once. So after a server restart or a killed backend the next transaction
 runs on a fresh connection without delay (the pool's own ``check`` would sleep a backoff second
 per broken connection). A failure *during* a transaction is not retried here:
@@ -28,11 +31,13 @@ starting at once apply each migration exactly once, the second one waiting for t
 
 from __future__ import annotations
 
+import select
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -41,10 +46,14 @@ from psycopg.types.json import Json
 from psycopg_pool import ConnectionPool
 
 from ..core.canonical import CanonicalError, storage_json
+from ..core.decision import Decision
+from ..core.records import Item
 from .base import SQLStore
+from .errors import StoreError
 
 CHANNEL = "stopline_work"
 MIGRATION_LOCK = "stopline.migrate"  # hashed into the advisory lock key
+CHECK_IDLE = 1.0  # seconds: a pooled connection idle longer than this is checked before use
 
 
 class PostgresStore(SQLStore):
@@ -73,6 +82,7 @@ class PostgresStore(SQLStore):
             name="stopline",
             open=True,
         )
+        self._last_used: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
         self._listen_lock = threading.Lock()
         self._listen_conn: psycopg.Connection[Any] | None = None
 
@@ -92,10 +102,69 @@ class PostgresStore(SQLStore):
         """
         for skipped in range(self._pool.max_size + 1):
             with self._pool.connection() as conn:
-                if skipped < self._pool.max_size and not _alive(conn):
+                now = time.monotonic()
+                idle = now - self._last_used.get(conn, 0.0)
+                # A connection used a moment ago is not checked again (a round trip per write
+                # would halve throughput); one that sat idle may have lost its server.
+                suspect = idle > CHECK_IDLE or _readable(conn)
+                if suspect and skipped < self._pool.max_size and not _alive(conn):
                     continue  # returned broken: the pool discards it and opens another
-                yield conn
+                try:
+                    yield conn
+                finally:
+                    self._last_used[conn] = time.monotonic()
                 return
+
+    @contextmanager
+    def _single(self) -> Iterator[Any]:
+        """One statement in autocommit: its own transaction, one round trip."""
+        with self._connection() as conn, conn.cursor() as cur:
+            yield cur
+
+    def claim(
+        self,
+        worker: str,
+        now: datetime,
+        lease_seconds: float,
+        automations: Sequence[str] | None = None,
+    ) -> Item | None:
+        params = {
+            "worker": worker,
+            "now": self._time(now),
+            "expires_at": self._time(now + timedelta(seconds=lease_seconds)),
+            "automations": self._automations_param(automations),
+        }
+        with self._single() as cur:
+            cur.execute(self.q["claim"], params)
+            row = cur.fetchone()
+        return None if row is None else self._item(row)
+
+    def apply(
+        self,
+        decision: Decision,
+        *,
+        idempotency: tuple[str, str, str] | None = None,
+    ) -> bool:
+        before, after, event = decision.before, decision.after, decision.event
+        if before is None or after is None or event is None:
+            raise StoreError("only an applied decision about an existing item can be written")
+        params = {
+            **self._item_params(after),
+            **self._event_params(event),
+            "expected_version": before.version,
+        }
+        query = "apply_decision"
+        if idempotency is not None:
+            key, command_digest, decision_json = idempotency
+            params.update(ikey=key, command_digest=command_digest, decision=decision_json)
+            query = "apply_decision_keyed"
+        try:
+            with self._single() as cur:
+                cur.execute(self.q[query], params)
+                row = cur.fetchone()
+        except psycopg.errors.UniqueViolation:
+            return False  # a concurrent write took the same idempotency key (or event) first
+        return row is not None and int(row["n"]) == 1
 
     @contextmanager
     def _write(self) -> Iterator[Any]:
@@ -204,6 +273,16 @@ class PostgresStore(SQLStore):
             with suppress(psycopg.Error):
                 self._listen_conn.close()
             self._listen_conn = None
+
+
+def _readable(conn: psycopg.Connection[Any]) -> bool:
+    """An idle connection with something to read has been told goodbye by its server (a
+    terminated backend, a restart): a cheap system call instead of a round trip."""
+    try:
+        ready, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError, psycopg.OperationalError):
+        return True
+    return bool(ready)
 
 
 def _alive(conn: psycopg.Connection[Any]) -> bool:
