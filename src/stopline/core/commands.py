@@ -104,6 +104,9 @@ class QAResult:
     passed: bool
     details: Mapping[str, Any] = field(default_factory=dict)
 
+    def to_plain(self) -> dict[str, Any]:
+        return {"passed": self.passed, "details": self.details}
+
 
 @dataclass(frozen=True)
 class Stage(WorkerCommand):

@@ -72,6 +72,28 @@ HANDLERS: dict[type[Command], Handler] = {
 }
 
 
+# The fields through which input from outside (hooks, people) reaches a record: each must have
+# a canonical form, or the command is refused ``invalid_input`` before anything else.
+OUTSIDE_INPUT: dict[type[Command], tuple[str, ...]] = {
+    Discover: ("input",),
+    Observe: ("evidence", "observed_at", "classification"),
+    Propose: ("action", "target", "params", "rationale"),
+    Report: ("report",),
+    NeedsEyes: ("owner", "why", "evidence"),
+    Failure: ("failure_class", "message"),
+    Stage: ("artifacts", "qa", "result"),
+    Delivered: ("result",),
+    Edit: ("params",),
+    Resolve: ("input", "reason"),
+    Reject: ("reason",),
+    Reinspect: ("reason",),
+    Close: ("reason",),
+    Resume: ("reason",),
+    Revise: ("reason", "artifacts"),
+    Review: ("reason",),
+}
+
+
 def decide(item: Item | None, command: Command, ctx: Context) -> Decision:
     """Turn an item record, a command and its context into a decision.
 
@@ -79,7 +101,8 @@ def decide(item: Item | None, command: Command, ctx: Context) -> Decision:
     which is refused ``unknown_item``). The decision says what to write; it writes nothing.
     """
     try:
-        canonical_json(command.to_plain())
+        for name in OUTSIDE_INPUT.get(type(command), ()):
+            canonical_json(getattr(command, name))
     except (CanonicalError, TypeError, ValueError):
         fallback_id = command.item_id if isinstance(command, Discover) else None
         return refused(item, [Reason.INVALID_INPUT], fallback_id)
