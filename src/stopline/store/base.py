@@ -316,16 +316,26 @@ class SQLStore(ABC):
         lease_seconds: float,
         automations: Sequence[str] | None = None,
     ) -> Item | None:
-        params = {
+        with self._claiming() as cur:
+            cur.execute(
+                self.q["claim"], self._claim_params(worker, now, lease_seconds, automations)
+            )
+            row = cur.fetchone()
+        return None if row is None else self._item(row)
+
+    def _claiming(self) -> AbstractContextManager[Any]:
+        """Where the claim statement runs: a write transaction unless a dialect knows better."""
+        return self._write()
+
+    def _claim_params(
+        self, worker: str, now: datetime, lease_seconds: float, automations: Sequence[str] | None
+    ) -> dict[str, Any]:
+        return {
             "worker": worker,
             "now": self._time(now),
             "expires_at": self._time(now + timedelta(seconds=lease_seconds)),
             "automations": self._automations_param(automations),
         }
-        with self._write() as cur:
-            cur.execute(self.q["claim"], params)
-            row = cur.fetchone()
-        return None if row is None else self._item(row)
 
     def renew(self, item: Item, now: datetime, lease_seconds: float) -> bool:
         params = {

@@ -36,8 +36,8 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
-from datetime import UTC, datetime, timedelta
+from contextlib import AbstractContextManager, contextmanager, suppress
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -47,7 +47,6 @@ from psycopg_pool import ConnectionPool
 
 from ..core.canonical import CanonicalError, storage_json
 from ..core.decision import Decision
-from ..core.records import Item
 from .base import SQLStore
 from .errors import StoreError
 
@@ -121,23 +120,8 @@ class PostgresStore(SQLStore):
         with self._connection() as conn, conn.cursor() as cur:
             yield cur
 
-    def claim(
-        self,
-        worker: str,
-        now: datetime,
-        lease_seconds: float,
-        automations: Sequence[str] | None = None,
-    ) -> Item | None:
-        params = {
-            "worker": worker,
-            "now": self._time(now),
-            "expires_at": self._time(now + timedelta(seconds=lease_seconds)),
-            "automations": self._automations_param(automations),
-        }
-        with self._single() as cur:
-            cur.execute(self.q["claim"], params)
-            row = cur.fetchone()
-        return None if row is None else self._item(row)
+    def _claiming(self) -> AbstractContextManager[Any]:
+        return self._single()
 
     def apply(
         self,
