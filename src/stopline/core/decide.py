@@ -101,8 +101,9 @@ def decide(item: Item | None, command: Command, ctx: Context) -> Decision:
     which is refused ``unknown_item``). The decision says what to write; it writes nothing.
     """
     try:
-        for name in OUTSIDE_INPUT.get(type(command), ()):
-            canonical_json(getattr(command, name))
+        fields = OUTSIDE_INPUT.get(type(command))
+        if fields:
+            canonical_json({name: getattr(command, name) for name in fields})
     except (CanonicalError, TypeError, ValueError):
         fallback_id = command.item_id if isinstance(command, Discover) else None
         return refused(item, [Reason.INVALID_INPUT], fallback_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import cached_property
 from typing import Any
 
 from .canonical import digest
@@ -129,7 +130,7 @@ class ApprovalPolicy:
             "default": self.default.to_plain(),
         }
 
-    @property
+    @cached_property
     def version(self) -> str:
         return digest(self.to_plain())[:16]
 
@@ -203,7 +204,7 @@ class Policy:
             "lease_seconds": self.lease_seconds,
         }
 
-    @property
+    @cached_property
     def version(self) -> str:
         return digest(self.to_plain())[:16]
 

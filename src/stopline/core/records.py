@@ -11,13 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from types import MappingProxyType
 from typing import Any
 
-from .canonical import fast_digest, format_time, freeze
+from .canonical import FrozenDict, fast_digest, format_time, freeze
 from .states import State
 
-EMPTY: Mapping[str, Any] = MappingProxyType({})
+EMPTY: Mapping[str, Any] = FrozenDict()
 
 
 @dataclass(frozen=True)
@@ -52,7 +51,7 @@ class Item:
                 merged.pop(key, None)
             else:
                 merged[key] = freeze(value)
-        return MappingProxyType(merged)
+        return FrozenDict(merged)
 
     def lease_live(self, now: datetime) -> bool:
         return (
@@ -137,6 +136,13 @@ class Event:
             "detail": self.detail,
             "prev_hash": self.prev_hash,
         }
+
+    @classmethod
+    def sealed(cls, **fields: Any) -> Event:
+        """The event with its hash computed over everything else."""
+        unsealed = cls(**fields)
+        object.__setattr__(unsealed, "hash", unsealed.computed_hash())
+        return unsealed
 
     def computed_hash(self) -> str:
         return fast_digest(self.body())

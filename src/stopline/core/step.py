@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from types import MappingProxyType
 from typing import Any
 
-from .canonical import freeze
+from .canonical import FrozenDict, freeze
 from .commands import ActorCommand, WorkerCommand
 from .decision import Decision, Outcome, refused
 from .policy import Policy
@@ -105,7 +104,7 @@ def transition(
                 merged.pop(k, None)
             else:
                 merged[k] = freeze(v)
-        new_data = MappingProxyType(merged)
+        new_data = FrozenDict(merged)
     attempts, max_attempts = item.attempts, item.max_attempts
     if target.is_work and target != item.state:
         attempts = 0
@@ -118,7 +117,7 @@ def transition(
     if attempt_entry is not None:
         log = (*log, freeze(dict(attempt_entry)))
     released = not keep_lease
-    event = Event(
+    event = Event.sealed(
         item_id=item.id,
         seq=item.seq + 1,
         at=ctx.now,
@@ -131,7 +130,6 @@ def transition(
         detail=freeze(dict(detail or {})),
         prev_hash=item.head,
     )
-    event = replace(event, hash=event.computed_hash())
     after = replace(
         item,
         state=target,

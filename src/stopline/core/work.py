@@ -25,7 +25,7 @@ def decide_discover(command: Discover, ctx: Context) -> Decision:
         reasons.append(Reason.INVALID_INPUT)
     if reasons:
         return refused(None, reasons, command.item_id)
-    event = Event(
+    event = Event.sealed(
         item_id=command.item_id,
         seq=1,
         at=ctx.now,
@@ -38,7 +38,6 @@ def decide_discover(command: Discover, ctx: Context) -> Decision:
         detail={"automation": command.automation, "key": command.key},
         prev_hash="",
     )
-    event = replace(event, hash=event.computed_hash())
     item = Item(
         id=command.item_id,
         automation=command.automation,

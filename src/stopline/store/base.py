@@ -277,13 +277,16 @@ class SQLStore(ABC):
         before, after, event = decision.before, decision.after, decision.event
         if before is None or after is None or event is None:
             raise StoreError("only an applied decision about an existing item can be written")
+        # Everything is encoded before the transaction starts: the write lock is held only
+        # for the statements themselves.
+        params = {**self._item_params(after), "expected_version": before.version}
+        event_params = self._event_params(event)
         try:
             with self._write() as cur:
-                params = {**self._item_params(after), "expected_version": before.version}
                 cur.execute(self.q["update_item"], params)
                 if self._rowcount(cur) != 1:
                     raise _Stale()
-                cur.execute(self.q["insert_event"], self._event_params(event))
+                cur.execute(self.q["insert_event"], event_params)
                 if idempotency is not None:
                     self._insert_idempotency(cur, idempotency, after.id, event.at)
         except _Stale:
