@@ -37,6 +37,7 @@ import claim_cost
 import peers
 import raw
 import stopline_bench
+import stopline_claim_cost
 from common import RESULTS_DIR, BenchConfig, Row, pg_info
 
 RowGenerator = Callable[[BenchConfig], Iterable[Row]]
@@ -268,7 +269,10 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     for name in selected:
         rows.extend(_progress(GENERATORS[name](cfg), t_start))
-    claims = list(_progress(claim_cost.rows(cfg), t_start)) if cfg.claim_cost else []
+    claims: list[dict[str, Any]] = []
+    if cfg.claim_cost:
+        claims += _progress(stopline_claim_cost.rows(cfg), t_start)
+        claims += _progress(claim_cost.rows(cfg), t_start)
     duration = time.monotonic() - t_start
 
     result = {
