@@ -49,7 +49,7 @@ def test_migrate_is_idempotent(store: Store) -> None:
     """Migrating a migrated store applies nothing and leaves the schema check passing."""
     before = dump(store)
     assert store.migrate() == []
-    assert store.schema_version() == store.known_version == 2
+    assert store.schema_version() == store.known_version == 3
     store.check_schema()
     assert dump(store) == before
 
@@ -61,7 +61,7 @@ def test_blank_database_needs_migration(blank_store_url: str) -> None:
         assert store.schema_version() == 0
         with pytest.raises(SchemaMismatch, match="stopline migrate"):
             store.check_schema()
-        assert store.migrate() == [1, 2]
+        assert store.migrate() == [1, 2, 3]
         assert store.migrate() == []
         store.check_schema()
     finally:
