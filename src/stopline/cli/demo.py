@@ -68,8 +68,17 @@ def run_demo(args: argparse.Namespace, store: Store, out: Any) -> int:
             say(f"  {hint}")
     exhausted = [i for i in items if i.state is S.EXHAUSTED]
     if exhausted:
+        account = exhausted[0].doc("account")
         say("")
-        say(f"The exhausted item keeps its account: stopline show {exhausted[0].id}")
+        say(f"{exhausted[0].automation}/{exhausted[0].key} spent its retry budget; its account:")
+        for entry in account["attempts"]:
+            say(
+                f"  attempt {entry['attempt']} at {entry['at']}: {entry['class']}: {entry['message']}"
+            )
+        say(f"  to resume: {account['resume']['condition']}")
+        say(
+            f'  $ stopline resume {exhausted[0].id} --actor carol --reason "endpoint fixed" --attempts 3'
+        )
     digest_item = controller.item("weekly-digest/2026-W48")
     if digest_item is not None and digest_item.state in (S.COMPLETED, S.REVISION_COMPLETED):
         keys = " ".join(f"--artifact {a['key']}" for a in digest_item.doc("artifacts"))
