@@ -274,30 +274,38 @@ class SQLStore(ABC):
         *,
         idempotency: tuple[str, str, str] | None = None,
     ) -> bool:
-        before, after, event = decision.before, decision.after, decision.event
-        if before is None or after is None or event is None:
-            raise StoreError("only an applied decision about an existing item can be written")
         # Everything is encoded before the transaction starts: the write lock is held only
         # for the statements themselves.
-        params = {**self._item_params(after), "expected_version": before.version}
-        event_params = self._event_params(event)
+        params = self._apply_params(decision)
         try:
             with self._write() as cur:
                 cur.execute(self.q["update_item"], params)
                 if self._rowcount(cur) != 1:
                     raise _Stale()
-                cur.execute(self.q["insert_event"], event_params)
+                cur.execute(self.q["insert_event"], params)
                 if idempotency is not None:
-                    self._insert_idempotency(cur, idempotency, after.id, event.at)
+                    self._insert_idempotency(cur, idempotency, params["id"], params["at"])
         except _Stale:
             return False
         except self.integrity_errors:
             return False  # a concurrent write took the same idempotency key first
         return True
 
+    def _apply_params(self, decision: Decision) -> dict[str, Any]:
+        """The parameters of an applied decision: the new item, its event, the version guard."""
+        before, after, event = decision.before, decision.after, decision.event
+        if before is None or after is None or event is None:
+            raise StoreError("only an applied decision about an existing item can be written")
+        return {
+            **self._item_params(after),
+            **self._event_params(event),
+            "expected_version": before.version,
+        }
+
     def _insert_idempotency(
-        self, cur: Any, idempotency: tuple[str, str, str], item_id: str | None, at: datetime
+        self, cur: Any, idempotency: tuple[str, str, str], item_id: str | None, at: Any
     ) -> None:
+        """``at`` is already encoded for the driver."""
         key, command_digest, decision_json = idempotency
         cur.execute(
             self.q["insert_idempotency"],
@@ -306,7 +314,7 @@ class SQLStore(ABC):
                 "command_digest": command_digest,
                 "item_id": item_id,
                 "decision": decision_json,
-                "at": self._time(at),
+                "at": at,
             },
         )
 

@@ -48,7 +48,6 @@ from psycopg_pool import ConnectionPool
 from ..core.canonical import CanonicalError, storage_json
 from ..core.decision import Decision
 from .base import SQLStore
-from .errors import StoreError
 
 CHANNEL = "stopline_work"
 MIGRATION_LOCK = "stopline.migrate"  # hashed into the advisory lock key
@@ -129,22 +128,18 @@ class PostgresStore(SQLStore):
         *,
         idempotency: tuple[str, str, str] | None = None,
     ) -> bool:
-        before, after, event = decision.before, decision.after, decision.event
-        if before is None or after is None or event is None:
-            raise StoreError("only an applied decision about an existing item can be written")
         params = {
-            **self._item_params(after),
-            **self._event_params(event),
-            "expected_version": before.version,
+            **self._apply_params(decision),
+            "ikey": None,
+            "command_digest": None,
+            "decision": None,
         }
-        query = "apply_decision"
         if idempotency is not None:
             key, command_digest, decision_json = idempotency
             params.update(ikey=key, command_digest=command_digest, decision=decision_json)
-            query = "apply_decision_keyed"
         try:
             with self._single() as cur:
-                cur.execute(self.q[query], params)
+                cur.execute(self.q["apply_decision"], params)
                 row = cur.fetchone()
         except psycopg.errors.UniqueViolation:
             return False  # a concurrent write took the same idempotency key (or event) first

@@ -172,29 +172,9 @@ INSERT INTO schedules (automation, last_run_at) VALUES (:automation, :at)
 ON CONFLICT (automation) DO UPDATE SET last_run_at = excluded.last_run_at;
 
 -- name: apply_decision
--- An applied decision as ONE statement, in autocommit: the compare-and-set update of the item
--- and its one event commit together or not at all (a lost race inserts no event: 0 rows).
-WITH updated AS (
-    UPDATE items SET state = :state, state_class = :state_class, version = :version,
-        seq = :seq, head = :head, updated_at = :updated_at, attempts = :attempts,
-        max_attempts = :max_attempts, next_eligible_at = :next_eligible_at,
-        lease_owner = :lease_owner, lease_token = :lease_token,
-        lease_expires_at = :lease_expires_at, claimed_at = :claimed_at,
-        attempt_log = :attempt_log, data = :data
-    WHERE id = :id AND version = :expected_version
-    RETURNING id
-), event AS (
-    INSERT INTO events (item_id, seq, at, command, actor, from_state, to_state, reasons,
-        digests, detail, prev_hash, hash)
-    SELECT id, :seq, :at, :command, :actor, CAST(:from_state AS text), :to_state, :reasons,
-        :digests, :detail, :prev_hash, :hash
-    FROM updated
-    RETURNING item_id
-)
-SELECT COUNT(*) AS n FROM event;
-
--- name: apply_decision_keyed
--- The same, recording the idempotency key in the same statement.
+-- An applied decision as ONE statement, in autocommit: the compare-and-set update of the item,
+-- its one event, and (when :ikey is not null) the idempotency key commit together or not at
+-- all. A lost race updates nothing and so inserts nothing: n = 0.
 WITH updated AS (
     UPDATE items SET state = :state, state_class = :state_class, version = :version,
         seq = :seq, head = :head, updated_at = :updated_at, attempts = :attempts,
@@ -214,6 +194,7 @@ WITH updated AS (
 ), keyed AS (
     INSERT INTO idempotency (key, command_digest, item_id, decision, at)
     SELECT :ikey, :command_digest, id, :decision, :at FROM updated
+    WHERE CAST(:ikey AS text) IS NOT NULL
     RETURNING key
 )
 SELECT (SELECT COUNT(*) FROM event) AS n, (SELECT COUNT(*) FROM keyed) AS k;
