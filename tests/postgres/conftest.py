@@ -19,15 +19,16 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
 import pytest
 from psycopg.rows import dict_row
+
+from proc import Proc
 
 from .apps.fleet import SCHEMA
 
@@ -37,21 +38,6 @@ DEMO_APP = "stopline.examples.demo:app"
 CLI = [sys.executable, "-m", "stopline.cli.main"]
 PG_BIN = Path(os.environ.get("STOPLINE_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
 UNDUMPED = ("refusals", "executions")  # the audit of refusals; the hooks' own log of runs
-T = TypeVar("T")
-
-
-def wait_for(
-    predicate: Callable[[], T | None], timeout: float, what: str, interval: float = 0.05
-) -> T:
-    """Poll ``predicate`` until it returns something truthy; fail with ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}", pytrace=False)
-        time.sleep(interval)
 
 
 def query(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
@@ -59,55 +45,6 @@ def query(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, An
     with psycopg.connect(url, autocommit=True, row_factory=dict_row, connect_timeout=10) as conn:
         cur = conn.execute(sql, params)
         return list(cur.fetchall()) if cur.description else []
-
-
-@dataclass
-class Proc:
-    """A started ``stopline`` process and where its output goes."""
-
-    popen: subprocess.Popen[bytes]
-    name: str
-    out: Path
-    err: Path
-
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    def output(self) -> str:
-        return (
-            f"[{self.name} stdout]\n{self.out.read_text()}\n"
-            f"[{self.name} stderr]\n{self.err.read_text()[-6000:]}"
-        )
-
-    def wait(self, timeout: float) -> int:
-        try:
-            return self.popen.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            pytest.fail(
-                f"{self.name} (pid {self.pid}) did not exit within {timeout:.0f} s\n"
-                + self.output(),
-                pytrace=False,
-            )
-
-    def json(self) -> Any:
-        return json.loads(self.out.read_text())
-
-    def children(self) -> list[int]:
-        """Pids of its ``--workers`` processes (multiprocessing spawns; not its helpers)."""
-        found = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                stat = (entry / "stat").read_text()
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            if ppid == self.pid and b"spawn_main" in cmdline:
-                found.append(int(entry.name))
-        return sorted(found)
 
 
 @dataclass

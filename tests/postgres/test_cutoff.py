@@ -18,7 +18,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from .conftest import PgLab, Proc, wait_for
+from proc import Proc, wait_for
+
+from .conftest import PgLab
 
 pytestmark = pytest.mark.postgres
 

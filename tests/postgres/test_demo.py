@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import DEMO_APP, UNDUMPED, PgLab, wait_for
+from proc import wait_for
+
+from .conftest import DEMO_APP, UNDUMPED, PgLab
 
 pytestmark = pytest.mark.postgres
 

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import PgLab, wait_for
+from proc import wait_for
+
+from .conftest import PgLab
 
 pytestmark = pytest.mark.postgres
 

@@ -9,11 +9,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from proc import wait_for
 from stopline.store import SchemaMismatch, open_store
 from stopline.store.postgres import MIGRATION_LOCK
 from stopline.store.queries import migrations
 
-from .conftest import FLEET_APP, PgLab, query, wait_for
+from .conftest import FLEET_APP, PgLab, query
 
 pytestmark = pytest.mark.postgres
 

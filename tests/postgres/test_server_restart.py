@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import PgLab, PrivateServer, wait_for
+from proc import wait_for
+
+from .conftest import PgLab, PrivateServer
 from .test_fleet import check_fleet, reexecuted
 
 pytestmark = pytest.mark.postgres

@@ -17,13 +17,15 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+
+from proc import Proc
 
 HERE = Path(__file__).resolve().parent
 LAB_APP = f"{HERE / 'apps' / 'lab.py'}:app"
@@ -45,49 +47,6 @@ lab_module = _load_lab()  # the lab app's helpers (its effects schema, key expan
 
 def parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def wait_for(
-    predicate: Callable[[], T | None], timeout: float, what: str, interval: float = 0.02
-) -> T:
-    """Poll ``predicate`` until it returns something truthy; fail with ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}", pytrace=False)
-        time.sleep(interval)
-
-
-@dataclass
-class Proc:
-    """A started ``stopline`` process and where its output goes."""
-
-    popen: subprocess.Popen[bytes]
-    name: str
-    out: Path
-    err: Path
-
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    def output(self) -> str:
-        return f"[{self.name} stdout]\n{self.out.read_text()}\n[{self.name} stderr]\n{self.err.read_text()}"
-
-    def wait(self, timeout: float) -> int:
-        try:
-            return self.popen.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            pytest.fail(
-                f"{self.name} (pid {self.pid}) did not exit within {timeout:.0f} s\n{self.output()}",
-                pytrace=False,
-            )
-
-    def json(self) -> Any:
-        return json.loads(self.out.read_text())
 
 
 @dataclass

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-from .labkit import Lab, parse_time, wait_for
+from proc import wait_for
+
+from .labkit import Lab, parse_time
 
 BLOCK_OBSERVE = {"STOPLINE_TEST_BLOCK_STEP": "observe"}
 

@@ -11,9 +11,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from proc import wait_for
 from stopline.core.canonical import format_time
 
-from .labkit import DEMO_APP, LAB_APP, Lab, wait_for
+from .labkit import DEMO_APP, LAB_APP, Lab
 
 UNCHANGED = ("refusals", "schedules")  # the schedule's clock moves; nothing else may
 STOP_STATES = {"awaiting_approval", "ready_for_review", "exception", "exhausted", "revision_failed"}

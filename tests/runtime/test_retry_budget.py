@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
+from proc import wait_for
 from stopline.core.policy import RetryPolicy
 
-from .labkit import Lab, parse_time, wait_for
+from .labkit import Lab, parse_time
 
 REF = "lab/broken-1"
 

@@ -1,0 +1,79 @@
+"""Processes started by tests: a ``stopline`` subprocess with its output files, and bounded
+polling. Shared by the runtime and PostgreSQL reliability tests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+T = TypeVar("T")
+
+
+def wait_for(
+    predicate: Callable[[], T | None], timeout: float, what: str, interval: float = 0.02
+) -> T:
+    """Poll ``predicate`` until it returns something truthy; fail with ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}", pytrace=False)
+        time.sleep(interval)
+
+
+@dataclass
+class Proc:
+    """A started ``stopline`` process and where its output goes."""
+
+    popen: subprocess.Popen[bytes]
+    name: str
+    out: Path
+    err: Path
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def output(self) -> str:
+        return (
+            f"[{self.name} stdout]\n{self.out.read_text()}\n"
+            f"[{self.name} stderr]\n{self.err.read_text()[-6000:]}"
+        )
+
+    def wait(self, timeout: float) -> int:
+        try:
+            return self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pytest.fail(
+                f"{self.name} (pid {self.pid}) did not exit within {timeout:.0f} s\n"
+                + self.output(),
+                pytrace=False,
+            )
+
+    def json(self) -> Any:
+        return json.loads(self.out.read_text())
+
+    def children(self) -> list[int]:
+        """Pids of its ``--workers`` processes (multiprocessing spawns; not its helpers)."""
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == self.pid and b"spawn_main" in cmdline:
+                found.append(int(entry.name))
+        return sorted(found)
