@@ -63,7 +63,10 @@ def test_concurrent_migrators_apply_each_migration_once(blank_postgres_url: str)
         thread.start()
     for thread in threads:
         thread.join()
-    assert sorted(results) == [[], [], [], [1, 2, 3]]
+    # Migrations are applied one by one, each under the lock: which host applies which one is
+    # a race, but every migration is applied exactly once.
+    assert len(results) == 4
+    assert sorted(v for applied in results for v in applied) == [1, 2, 3]
     store = open_store(blank_postgres_url, migrate=False)  # the schema check passes
     store.close()
 
