@@ -57,7 +57,7 @@ def run_demo(args: argparse.Namespace, store: Store, out: Any) -> int:
         say(f"   $ stopline run {APP} --once")
         say("")
 
-    items = store.list_items()
+    items = sorted(store.list_items(), key=lambda i: (i.automation, i.key))
     rows = [(i.id, f"{i.automation}/{i.key}", i.state.value, why(i)) for i in items]
     say("Where each item stopped, and why:")
     say(render.table(rows, ["ID", "ITEM", "STATE", "WHY"]))

@@ -354,8 +354,14 @@ def cmd_run(args: argparse.Namespace, store: Store, out: Out) -> int:
     except AppLoadError as exc:
         raise UsageError(str(exc)) from exc
     out.doc(
-        {"steps": summary.steps, "discovered": summary.discovered, "workers": summary.workers},
-        f"ran {summary.steps} steps, discovered {summary.discovered} new items",
+        {
+            "steps": summary.steps,
+            "transitions": summary.transitions,
+            "discovered": summary.discovered,
+            "workers": summary.workers,
+        },
+        f"{summary.transitions} transitions in {summary.steps} claimed steps,"
+        f" {summary.discovered} new items discovered",
     )
     return EXIT_OK
 

@@ -24,7 +24,8 @@ log = logging.getLogger("stopline.run")
 
 @dataclass
 class RunSummary:
-    steps: int = 0
+    steps: int = 0  # claims taken (one claim may carry several transitions)
+    transitions: int = 0  # applied decisions written by the workers
     discovered: int = 0
     workers: int = 1
     extra: dict[str, int] = field(default_factory=dict)
@@ -82,14 +83,19 @@ def work_loop(
 
 
 def _child(
-    spec: str, url: str, once: bool, linger: float, queue: multiprocessing.Queue[int]
+    spec: str,
+    url: str,
+    once: bool,
+    linger: float,
+    queue: multiprocessing.Queue[tuple[int, int]],
 ) -> None:
     stop = _Stop()
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     store = open_store(url, migrate=False)
     worker = Worker(store, load_app(spec))
-    queue.put(work_loop(worker, once=once, linger=linger, stop=stop))
+    steps = work_loop(worker, once=once, linger=linger, stop=stop)
+    queue.put((steps, worker.transitions))
     store.close()
 
 
@@ -113,7 +119,7 @@ def run(
     stop = _Stop()
     previous = signal.signal(signal.SIGTERM, stop), signal.signal(signal.SIGINT, stop)
     ctx = multiprocessing.get_context("spawn")
-    queue: multiprocessing.Queue[int] = ctx.Queue()
+    queue: multiprocessing.Queue[tuple[int, int]] = ctx.Queue()
     children = []
     if workers > 1:
         if not isinstance(spec, str):
@@ -122,10 +128,10 @@ def run(
             proc = ctx.Process(target=_child, args=(spec, url, once, linger, queue), daemon=False)
             proc.start()
             children.append(proc)
+    worker = Worker(store, app)
     try:
-        summary.steps = work_loop(
-            Worker(store, app), once=once, linger=linger, stop=stop, scheduler=scheduler
-        )
+        summary.steps = work_loop(worker, once=once, linger=linger, stop=stop, scheduler=scheduler)
+        summary.transitions = worker.transitions
     finally:
         signal.signal(signal.SIGTERM, previous[0])
         signal.signal(signal.SIGINT, previous[1])
@@ -136,6 +142,8 @@ def run(
         for proc in children:
             proc.join(timeout=max(0.0, deadline - time.monotonic()))
         while not queue.empty():
-            summary.steps += queue.get_nowait()
+            steps, transitions = queue.get_nowait()
+            summary.steps += steps
+            summary.transitions += transitions
         store.close()
     return summary

@@ -121,6 +121,7 @@ class Worker:
         self._policies: dict[str, Policy] = {a.name: a.policy for a in app.automations}
         self._crash_at = os.environ.get(CRASH_ENV, "")
         self.refusals = 0
+        self.transitions = 0  # applied decisions written by this worker
         self._last_sweep: datetime | None = None
         self._unavailable = connection_errors()
 
@@ -135,6 +136,7 @@ class Worker:
             decision = decide(item, Expire(sweeper=self.id), Context(now, policy))
             if decision.applied and self.store.apply(decision):
                 moved += 1
+                self.transitions += 1
         return moved
 
     def tick(self) -> bool:
@@ -223,6 +225,7 @@ class Worker:
                 raise LeaseLost(item.id)
             assert decision.after is not None
             holder.item = decision.after
+            self.transitions += 1
         return decision
 
     def _apply(self, decision: Decision) -> bool | None:
