@@ -77,3 +77,17 @@ class Proc:
             if ppid == self.pid and b"spawn_main" in cmdline:
                 found.append(int(entry.name))
         return sorted(found)
+
+
+def run_cli(
+    argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float, ok: tuple[int, ...]
+) -> subprocess.CompletedProcess[str]:
+    """Run one ``stopline`` command to its end; fail unless its exit status is in ``ok``."""
+    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if ok and done.returncode not in ok:
+        pytest.fail(
+            f"{' '.join(argv[2:])} exited {done.returncode}\n"
+            f"stdout: {done.stdout}\nstderr: {done.stderr[-6000:]}",
+            pytrace=False,
+        )
+    return done

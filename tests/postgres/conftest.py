@@ -28,7 +28,7 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from proc import Proc
+from proc import Proc, run_cli
 
 from .apps.fleet import SCHEMA
 
@@ -83,21 +83,13 @@ class PgLab:
         ok: tuple[int, ...] = (0,),
     ) -> subprocess.CompletedProcess[str]:
         """Run one ``stopline`` command to its end; fail unless its exit status is in ``ok``."""
-        done = subprocess.run(
+        return run_cli(
             [*CLI, *args, "--db", db or self.url],
             env=self.environment(env),
             cwd=self.root,
-            capture_output=True,
-            text=True,
             timeout=timeout,
+            ok=ok,
         )
-        if ok and done.returncode not in ok:
-            pytest.fail(
-                f"stopline {' '.join(args)} exited {done.returncode}\n"
-                f"stdout: {done.stdout}\nstderr: {done.stderr[-6000:]}",
-                pytrace=False,
-            )
-        return done
 
     def cli_json(self, *args: str, env: Mapping[str, Any] | None = None, **kw: Any) -> Any:
         return json.loads(self.cli(*args, "--json", env=env, **kw).stdout)

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from proc import Proc
+from proc import Proc, run_cli
 
 HERE = Path(__file__).resolve().parent
 LAB_APP = f"{HERE / 'apps' / 'lab.py'}:app"
@@ -100,21 +100,13 @@ class Lab:
         ok: tuple[int, ...] = (0,),
     ) -> subprocess.CompletedProcess[str]:
         """Run one ``stopline`` command to its end; fail unless its exit status is in ``ok``."""
-        done = subprocess.run(
+        return run_cli(
             [*CLI, *args, "--db", self.url],
             env=self.environment(env),
             cwd=self.root,
-            capture_output=True,
-            text=True,
             timeout=timeout,
+            ok=ok,
         )
-        if ok and done.returncode not in ok:
-            pytest.fail(
-                f"stopline {' '.join(args)} exited {done.returncode}\n"
-                f"stdout: {done.stdout}\nstderr: {done.stderr}",
-                pytrace=False,
-            )
-        return done
 
     def cli_json(
         self, *args: str, env: Mapping[str, str] | None = None, ok: tuple[int, ...] = (0,)
