@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -61,12 +62,36 @@ class SQLiteStore(SQLStore):
                 check_same_thread=False,
             )
             conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
+            self._enable_wal(conn)
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
             self._local.conn = conn
         return conn
+
+    def _enable_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch a fresh file to WAL, waiting out other processes doing the same.
+
+        Two connections converting one file at once can deadlock on their shared locks, and
+        SQLite then answers "database is locked" at once instead of calling the busy handler,
+        so the switch is retried here within the same busy timeout.
+        """
+        deadline = time.monotonic() + self._busy_timeout_ms / 1000
+        pause = 0.005
+        while True:
+            try:
+                row = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                if time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 0.1)
+        if str(row[0]).lower() != "wal":
+            conn.close()
+            raise StoreError(f"{self.path}: SQLite refused WAL mode (journal_mode is {row[0]})")
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
