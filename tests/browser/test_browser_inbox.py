@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import struct
 from pathlib import Path
@@ -157,21 +156,14 @@ def png_size(path: Path) -> tuple[int, int]:
     return width, height
 
 
-def test_screenshots_of_the_inbox_and_an_item_page(
-    page: Page, server: Server, demo: Demo, tmp_path: Path
-) -> None:
-    """Take the README's screenshots of the inbox and of an item page.
-
-    They land in the test's own folder; ``STOPLINE_UPDATE_SCREENSHOTS=1`` writes them to
-    docs/img/ instead, so an ordinary test run leaves the checkout unchanged.
-    """
-    folder = IMAGES if os.environ.get("STOPLINE_UPDATE_SCREENSHOTS") == "1" else tmp_path
-    folder.mkdir(parents=True, exist_ok=True)
+def test_screenshots_of_the_inbox_and_an_item_page(page: Page, server: Server, demo: Demo) -> None:
+    """Save the README's screenshots of the inbox and of an item page under docs/img/."""
+    IMAGES.mkdir(parents=True, exist_ok=True)
     sign_in(page, server, demo.tokens["alice"])
     expect(page.get_by_test_id("group-awaiting_approval")).to_be_visible()
-    page.screenshot(path=folder / "inbox.png", animations="disabled", caret="hide")
+    page.screenshot(path=IMAGES / "inbox.png", animations="disabled", caret="hide")
     open_item(page, MSG_1041)
     expect(page.get_by_test_id("proposal")).to_be_visible()
-    page.screenshot(path=folder / "item.png", animations="disabled", caret="hide")
+    page.screenshot(path=IMAGES / "item.png", animations="disabled", caret="hide")
     for name in ("inbox.png", "item.png"):
-        assert png_size(folder / name) == (1280, 900), name
+        assert png_size(IMAGES / name) == (1280, 900), name
