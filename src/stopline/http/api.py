@@ -138,32 +138,32 @@ def _unknown(ref: str) -> JSONResponse:
     return JSONResponse(doc, status_code=404)
 
 
-async def item_endpoint(request: Request) -> Response:
+async def _item_of(request: Request) -> Item | Response:
+    """The item the path names, or the response that says why there is none to show."""
     if await _who(request) is None:
         return unauthenticated()
-    s = shared(request)
     ref = request.path_params["item"]
     if not ITEM_RE.match(ref):
         return bad_item()
-    item = await run_in_threadpool(s.controller.item, ref)
-    if item is None:
-        return _unknown(ref)
+    item = await run_in_threadpool(shared(request).controller.item, ref)
+    return _unknown(ref) if item is None else item
+
+
+async def item_endpoint(request: Request) -> Response:
+    item = await _item_of(request)
+    if isinstance(item, Response):
+        return item
+    s = shared(request)
     return JSONResponse(
         {**item_view(item), "age_seconds": round(s.age(item), 3), "overdue": s.overdue(item)}
     )
 
 
 async def history_endpoint(request: Request) -> Response:
-    if await _who(request) is None:
-        return unauthenticated()
-    s = shared(request)
-    ref = request.path_params["item"]
-    if not ITEM_RE.match(ref):
-        return bad_item()
-    item = await run_in_threadpool(s.controller.item, ref)
-    if item is None:
-        return _unknown(ref)
-    events = await run_in_threadpool(s.store.history, item.id)
+    item = await _item_of(request)
+    if isinstance(item, Response):
+        return item
+    events = await run_in_threadpool(shared(request).store.history, item.id)
     return JSONResponse({"item": item.id, "events": [event_view(e) for e in events]})
 
 

@@ -487,17 +487,7 @@ class _Step:
                 # An earlier attempt recorded its intent and then lost the outcome: look first.
                 found = target.find(ikey)
                 if found is not None:
-                    self.commit(
-                        Bind(
-                            **self.wc(),
-                            key=key,
-                            operation="found",
-                            remote_id=found.remote_id,
-                            remote_version=found.version,
-                        )
-                    )
-                    self.w.crash_point("bound")
-                    return True
+                    return self.bind(key, "found", found.remote_id, found.version, "bound")
             else:
                 self.commit(Intent(**self.wc(), key=key, operation="create", idempotency_key=ikey))
             self.w.crash_point("before_create")
@@ -514,16 +504,22 @@ class _Step:
         except TargetError as exc:
             self.failure(Reason.TARGET_UNAVAILABLE.value, str(exc), retryable=True)
             return False
+        return self.bind(key, "create", ref.remote_id, ref.version, "bound")
+
+    def bind(
+        self, key: str, operation: str, remote_id: str, remote_version: str, boundary: str
+    ) -> bool:
+        """Record the remote identity an operation produced, then pass the crash boundary."""
         self.commit(
             Bind(
                 **self.wc(),
                 key=key,
-                operation="create",
-                remote_id=ref.remote_id,
-                remote_version=ref.version,
+                operation=operation,
+                remote_id=remote_id,
+                remote_version=remote_version,
             )
         )
-        self.w.crash_point("bound")
+        self.w.crash_point(boundary)
         return True
 
     def update_one(
@@ -541,17 +537,7 @@ class _Step:
         ):
             seen = target.read(ref.remote_id)
             if seen.readback_hash == artifact.content_hash:
-                self.commit(
-                    Bind(
-                        **self.wc(),
-                        key=key,
-                        operation="update",
-                        remote_id=ref.remote_id,
-                        remote_version=seen.version,
-                    )
-                )
-                self.w.crash_point(boundary)
-                return True
+                return self.bind(key, "update", ref.remote_id, seen.version, boundary)
         else:
             self.commit(
                 Intent(
@@ -564,17 +550,7 @@ class _Step:
         self.w.crash_point("before_update")
         new = target.update(ref, artifact)
         self.w.crash_point("after_update")
-        self.commit(
-            Bind(
-                **self.wc(),
-                key=key,
-                operation="update",
-                remote_id=new.remote_id,
-                remote_version=new.version,
-            )
-        )
-        self.w.crash_point(boundary)
-        return True
+        return self.bind(key, "update", new.remote_id, new.version, boundary)
 
     def observe_all(self, keys: list[str]) -> dict[str, Observed] | None:
         target = self.target()
