@@ -400,8 +400,24 @@ def test_same_request_resumes_a_failed_revision(h: Harness) -> None:
     revision = h.it.doc("revision")
     assert revision["request_digest"] == request and revision["sequence"] == 1
     assert revision["resumed"][0]["actor"] == "olivia" and d.event.detail["resumed"] is True
+    # neither readback was recorded as verified, so both are written (or read and bound) again
+    assert list(d.event.detail["rewrite"]) == ["a", "b"]
+    assert all(h.it.doc("artifacts")[i]["last_op"] is None for i in (0, 1))
     h.claim()
+    for key in ("a", "b"):
+        h.write(key, "update", remote_id=rid(key))
     assert gate(h).state is S.REVISION_COMPLETED
+
+
+def test_a_resumed_revision_cannot_complete_without_writing_again(h: Harness) -> None:
+    """After a failed readback the resume demands a fresh update: a bare gate is not_an_update."""
+    completed(h)
+    h.revise("a", "b", reason="clearer writing")
+    revised(h, A2, B2)
+    gate(h, {"a": Observed("something else"), "b": Observed(B2.content_hash)})
+    h.ok(Revise("olivia", "clearer writing", ("a", "b")), S.REVISION_PREPARED)
+    h.claim()
+    failed_with(h, gate(h), "not_an_update")
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from stopline.core.artifacts import Artifact
+from stopline.targets.base import RemoteRef
 
 from .apps.digest_app import CONFIG_ENV, KEYS
 from .conftest import APP, ITEM, Env
@@ -145,6 +146,49 @@ def test_a_target_that_stores_something_else_fails_the_revision(env: Env) -> Non
         assert back.readback_hash != record["content_hash"]
         assert record["readback_hash"] != record["content_hash"]
     assert len(env.site.objects()) == 2
+
+
+def test_resuming_after_a_readback_mismatch_writes_the_revised_content_again(env: Env) -> None:
+    """The resumed request updates the objects whose readback differed, in place, and completes."""
+    before = by_key(env.deliver())
+    env.applied(*env.revise(), state="revision_prepared")
+    env.work(wrap=Tampering)
+    failure(env)
+    updates = len(env.calls("update"))
+    resumed = env.applied(*env.revise(), state="revision_prepared")
+    assert resumed["state"] == "revision_prepared"
+    assert env.history()[-1]["detail"]["rewrite"] == sorted(KEYS)
+    env.work()
+    item = env.assert_one_object_per_artifact()
+    assert item["state"] == "revision_completed"
+    assert len(env.calls("update")) == updates + 2  # one more update of each object, no create
+    after = by_key(item)
+    for key in KEYS:
+        assert after[key]["remote_id"] == before[key]["remote_id"]
+        back = env.site.target().read(after[key]["remote_id"])
+        assert back.readback_hash == after[key]["content_hash"] == after[key]["readback_hash"]
+        assert "[edited by the target]" not in back.body
+    env.verify_clean()
+
+
+def test_a_resumed_revision_never_overwrites_a_third_partys_later_edit(env: Env) -> None:
+    """After the mismatch someone edits an object: the resume stops on the version, edit intact."""
+    env.deliver()
+    env.applied(*env.revise(), state="revision_prepared")
+    env.work(wrap=Tampering)
+    failure(env)
+    record = by_key(env.show())["article-1"]
+    target = env.site.target()
+    seen = target.read(record["remote_id"])
+    edit = Artifact("article-1", "Edited by hand", "by a person", "a person's own words")
+    target.update(RemoteRef(record["remote_id"], seen.version), edit)
+    env.applied(*env.revise(), state="revision_prepared")
+    env.work()
+    found = failure(env)
+    assert found["reasons"] == ["remote_version_conflict"]
+    assert target.read(record["remote_id"]).readback_hash == edit.content_hash
+    assert len(env.site.objects()) == 2
+    env.verify_clean()
 
 
 def test_a_target_that_stores_something_else_stops_the_delivery(env: Env) -> None:

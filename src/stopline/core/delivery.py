@@ -34,7 +34,7 @@ def artifacts_of(item: Item) -> dict[str, dict[str, Any]]:
     return {a["key"]: dict(a) for a in item.doc("artifacts") or ()}
 
 
-def _listed(artifacts: Mapping[str, Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def listed(artifacts: Mapping[str, Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [artifacts[k] for k in sorted(artifacts)]
 
 
@@ -116,7 +116,7 @@ def decide_stage(item: Item, command: Stage, ctx: Context) -> Decision:
             ctx,
             actor=command.worker,
             keep_lease=True,
-            data={"artifacts": _listed(records), "staged": True, "result": command.result},
+            data={"artifacts": listed(records), "staged": True, "result": command.result},
             digests={k: r["content_hash"] for k, r in records.items()},
         )
     return _stage_revision(item, command, ctx, failed_qa)
@@ -165,7 +165,7 @@ def _stage_revision(item: Item, command: Stage, ctx: Context, failed_qa: list[st
         ctx,
         actor=command.worker,
         keep_lease=True,
-        data={"artifacts": _listed(records), "revision": revision},
+        data={"artifacts": listed(records), "revision": revision},
         digests={k: records[k]["content_hash"] for k in sorted(scope)},
     )
 
@@ -202,7 +202,7 @@ def decide_intent(item: Item, command: Intent, ctx: Context) -> Decision:
         ctx,
         actor=command.worker,
         keep_lease=True,
-        data={"artifacts": _listed(artifacts)},
+        data={"artifacts": listed(artifacts)},
         digests={"content": record["content_hash"]},
         detail={
             "key": command.key,
@@ -252,7 +252,7 @@ def decide_bind(item: Item, command: Bind, ctx: Context) -> Decision:
         ctx,
         actor=command.worker,
         keep_lease=True,
-        data={"artifacts": _listed(artifacts)},
+        data={"artifacts": listed(artifacts)},
         digests={"content": record["content_hash"]},
         detail={"key": command.key, "operation": command.operation, "remote_id": command.remote_id},
     )
@@ -295,7 +295,7 @@ def review_packet(
                 "remote_id": a["remote_id"],
                 "readback_hash": a["readback_hash"],
             }
-            for a in _listed(artifacts)
+            for a in listed(artifacts)
         ],
     }
     return {**body, "digest": digest(body), "void": False}
@@ -358,7 +358,7 @@ def decide_readback(item: Item, command: ReadBack, ctx: Context) -> Decision:
         ctx,
         actor=command.worker,
         data={
-            "artifacts": _listed(artifacts),
+            "artifacts": listed(artifacts),
             "review_packet": packet,
             "delivery_seq": seq,
             "completed_at": format_time(ctx.now),
@@ -411,7 +411,7 @@ def _revision_gate(item: Item, command: ReadBack, ctx: Context) -> Decision:
         S.REVISION_COMPLETED,
         ctx,
         actor=command.worker,
-        data={"artifacts": _listed(artifacts), "review_packet": packet, "revision": revision},
+        data={"artifacts": listed(artifacts), "review_packet": packet, "revision": revision},
         digests={"packet": packet["digest"], "request": revision["request_digest"]},
     )
 
@@ -524,7 +524,7 @@ def decide_reconcile(item: Item, command: Reconcile, ctx: Context) -> Decision:
         item.state,
         ctx,
         actor=command.actor,
-        data={"artifacts": _listed(artifacts)},
+        data={"artifacts": listed(artifacts)},
         digests={"content": record["content_hash"], "readback": command.found.readback_hash},
         detail={
             "key": command.key,

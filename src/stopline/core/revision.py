@@ -13,6 +13,7 @@ from typing import Any
 from .canonical import digest, format_time
 from .commands import Revise
 from .decision import Decision, refused
+from .delivery import artifacts_of, listed
 from .reasons import Reason
 from .records import Item
 from .states import DELIVERED_STATES, State
@@ -145,9 +146,21 @@ def _resume(
     if reasons:
         return refused(item, reasons)
     revision["state"] = S.REVISION_PREPARED.value
+    # An artifact whose revised content was never read back as written is written again: the
+    # worker reads it first and updates it, still only on the remote version this revision
+    # bound, so a third party's later edit stops it (remote_version_conflict), never lost.
+    artifacts = artifacts_of(item)
+    rewrite = [
+        key
+        for key in revision.get("scope", ())
+        if key in artifacts
+        and artifacts[key].get("readback_hash") != artifacts[key]["content_hash"]
+    ]
+    for key in rewrite:
+        artifacts[key]["last_op"] = None
     revision["resumed"] = [
         *revision.get("resumed", ()),
-        {"actor": command.actor, "at": format_time(ctx.now)},
+        {"actor": command.actor, "at": format_time(ctx.now), "rewrite": rewrite},
     ]
     return transition(
         item,
@@ -157,8 +170,9 @@ def _resume(
         actor=command.actor,
         data={
             "revision": revision,
+            "artifacts": listed(artifacts),
             "step": {"state": S.REVISION_PREPARED.value, "since": format_time(ctx.now)},
         },
         digests={"request": presented},
-        detail={"resumed": True, "sequence": revision.get("sequence")},
+        detail={"resumed": True, "sequence": revision.get("sequence"), "rewrite": rewrite},
     )
