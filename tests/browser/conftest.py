@@ -23,10 +23,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import httpx
 import pytest
 
-# The HTTP suite's server handle and environment helper, shared rather than copied.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "http"))
-from httphelp import Server, server_env
-
+# The server suite's handle and environment helper, shared rather than copied.
+from server.httphelp import Server, server_env
 from stopline.controller import Controller
 from stopline.store import open_store
 

@@ -14,10 +14,11 @@ except ImportError:  # the `chromium` fixture then skips (or fails) with the rea
     expect = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from httphelp import Server
     from playwright.sync_api import Page
 
-    from conftest import Demo
+    from server.httphelp import Server
+
+    from .conftest import Demo
 
 MSG_1041 = "support-triage/msg-1041"
 MSG_1044 = "support-triage/msg-1044"  # a reply whose policy needs one approver

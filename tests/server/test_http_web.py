@@ -6,10 +6,10 @@ import re
 from collections.abc import Callable
 from datetime import timedelta
 
-from httphelp import Server, csrf_of, nothing_written, sign_in
-
-from conftest import Demo
 from stopline.web import present
+
+from .conftest import Demo
+from .httphelp import Server, csrf_of, nothing_written, sign_in
 
 MSG_1041 = "support-triage/msg-1041"
 CHECKOUT = "service-health/checkout-api"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from httphelp import Server, nothing_written
-
-from conftest import Demo, add_tokens
 from stopline.http.commands import COMMANDS
+
+from .conftest import Demo, add_tokens
+from .httphelp import Server, nothing_written
 
 MSG_1041 = "support-triage/msg-1041"
 CHECKOUT = "service-health/checkout-api"

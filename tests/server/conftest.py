@@ -18,10 +18,11 @@ from typing import Any
 
 import httpx
 import pytest
-from httphelp import Server, server_env
 
 from stopline.controller import Controller
 from stopline.store import open_store
+
+from .httphelp import Server, server_env
 
 PREPARE = (
     "import sys\n"

@@ -17,13 +17,14 @@ from typing import Any
 
 import httpx
 import pytest
-from httphelp import Server
 
-from conftest import Demo, prepare_demo
 from helpers import dump
 from stopline.http import metrics
 from stopline.http.notify import notify_pending
 from stopline.store import open_store
+
+from .conftest import Demo, prepare_demo
+from .httphelp import Server
 
 SECRET = "whsec_" + base64.b64encode(b"a test secret of 32 bytes, fine!").decode()
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import httpx
-from httphelp import Server, csrf_of, nothing_written, sign_in
 
-from conftest import Demo
 from stopline.controller import Controller
 from stopline.store import open_store
+
+from .conftest import Demo
+from .httphelp import Server, csrf_of, nothing_written, sign_in
 
 MSG_1041 = "support-triage/msg-1041"
 MSG_1044 = "support-triage/msg-1044"

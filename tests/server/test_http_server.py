@@ -9,11 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from httphelp import server_env
 
 from stopline.http.server import is_loopback, serve
 from stopline.http.settings import Settings, SettingsError, parse_webhooks
 from stopline.store import open_store
+
+from .httphelp import server_env
 
 
 def _serve(url: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from httphelp import Server
 
-from conftest import Demo
+from .conftest import Demo
+from .httphelp import Server
 
 CONFIG = """
 [checks.positive_data_acceptance]
