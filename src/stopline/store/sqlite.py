@@ -62,10 +62,14 @@ class SQLiteStore(SQLStore):
                 check_same_thread=False,
             )
             conn.row_factory = sqlite3.Row
-            self._enable_wal(conn)
-            conn.execute(f"PRAGMA synchronous={self.synchronous}")
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
+            try:
+                self._enable_wal(conn)
+                conn.execute(f"PRAGMA synchronous={self.synchronous}")
+                conn.execute("PRAGMA foreign_keys=ON")
+                conn.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
+            except BaseException:
+                conn.close()  # a half-configured connection is never kept or reused
+                raise
             self._local.conn = conn
         return conn
 
@@ -90,7 +94,6 @@ class SQLiteStore(SQLStore):
                 time.sleep(pause)
                 pause = min(pause * 2, 0.1)
         if str(row[0]).lower() != "wal":
-            conn.close()
             raise StoreError(f"{self.path}: SQLite refused WAL mode (journal_mode is {row[0]})")
 
     def close(self) -> None:
