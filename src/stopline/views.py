@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .core.canonical import format_time, to_plain
+from .core.delivery import readback_verified
 from .core.records import Event, Item
 from .core.states import State
 
@@ -33,8 +34,7 @@ def artifact_view(record: Mapping[str, Any]) -> dict[str, Any]:
         "remote_id": record.get("remote_id"),
         "remote_version": record.get("remote_version"),
         "readback_hash": record.get("readback_hash"),
-        "readback_verified": bool(record.get("readback_hash"))
-        and record.get("readback_hash") == record.get("content_hash"),
+        "readback_verified": readback_verified(record),
         "last_op": record.get("last_op"),
         "intent": to_plain(record.get("intent")),
         "summary": content.get("summary"),

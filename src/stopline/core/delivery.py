@@ -34,6 +34,11 @@ def artifacts_of(item: Item) -> dict[str, dict[str, Any]]:
     return {a["key"]: dict(a) for a in item.doc("artifacts") or ()}
 
 
+def readback_verified(record: Mapping[str, Any]) -> bool:
+    """The artifact's stored object was read back holding exactly its current content."""
+    return bool(record.get("readback_hash")) and record["readback_hash"] == record["content_hash"]
+
+
 def listed(artifacts: Mapping[str, Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [artifacts[k] for k in sorted(artifacts)]
 

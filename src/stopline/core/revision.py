@@ -13,7 +13,7 @@ from typing import Any
 from .canonical import digest, format_time
 from .commands import Revise
 from .decision import Decision, refused
-from .delivery import artifacts_of, listed
+from .delivery import artifacts_of, listed, readback_verified
 from .reasons import Reason
 from .records import Item
 from .states import DELIVERED_STATES, State
@@ -74,7 +74,7 @@ def decide_revise(item: Item, command: Revise, ctx: Context) -> Decision:
             continue
         if not record.get("remote_id"):
             reasons.append(Reason.ARTIFACT_NOT_BOUND)
-        if not record.get("readback_hash") or record["readback_hash"] != record["content_hash"]:
+        if not readback_verified(record):
             reasons.append(Reason.READBACK_UNVERIFIED)
     packet = item.doc("review_packet")
     seq = int(item.doc("delivery_seq") or 0)
@@ -150,12 +150,7 @@ def _resume(
     # worker reads it first and updates it, still only on the remote version this revision
     # bound, so a third party's later edit stops it (remote_version_conflict), never lost.
     artifacts = artifacts_of(item)
-    rewrite = [
-        key
-        for key in revision.get("scope", ())
-        if key in artifacts
-        and artifacts[key].get("readback_hash") != artifacts[key]["content_hash"]
-    ]
+    rewrite = [key for key in revision["scope"] if not readback_verified(artifacts[key])]
     for key in rewrite:
         artifacts[key]["last_op"] = None
     revision["resumed"] = [
