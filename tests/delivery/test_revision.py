@@ -154,6 +154,7 @@ def test_resuming_after_a_readback_mismatch_writes_the_revised_content_again(env
     env.applied(*env.revise(), state="revision_prepared")
     env.work(wrap=Tampering)
     failure(env)
+    env.refused(env.revise(reason="another request"), ["request_mismatch"])  # marks nothing
     updates = len(env.calls("update"))
     resumed = env.applied(*env.revise(), state="revision_prepared")
     assert resumed["state"] == "revision_prepared"
