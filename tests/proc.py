@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import pytest
 
@@ -91,3 +91,28 @@ def run_cli(
             pytrace=False,
         )
     return done
+
+
+class CliLab(Protocol):
+    """A lab (SQLite or PostgreSQL) that runs the command line and queries its database."""
+
+    def cli_json(self, *args: str) -> Any: ...
+
+    def query(self, sql: str) -> list[Any]: ...
+
+
+def item_snapshot(lab: CliLab) -> dict[str, dict[str, Any]]:
+    """Per item, through the command line: state, attempts, proposal digest, history length."""
+    rows = {r["id"]: r for r in lab.query("SELECT id, seq, head FROM items")}
+    return {
+        f"{i['automation']}/{i['key']}": {
+            "state": i["state"],
+            "attempts": i["attempts"],
+            "max_attempts": i["max_attempts"],
+            "next_eligible_at": i["next_eligible_at"],
+            "proposal_digest": i["proposal_digest"],
+            "history_length": rows[i["id"]]["seq"],
+            "head": rows[i["id"]]["head"],
+        }
+        for i in lab.cli_json("items")["items"]
+    }

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from proc import wait_for
+from proc import item_snapshot, wait_for
 
 from .conftest import DEMO_APP, UNDUMPED, PgLab
 
@@ -22,23 +22,6 @@ pytestmark = pytest.mark.postgres
 
 STOP_STATES = {"awaiting_approval", "ready_for_review", "exception", "exhausted", "revision_failed"}
 MOVING = (*UNDUMPED, "schedules")  # and the schedule's clock
-
-
-def snapshot(lab: PgLab) -> dict[str, dict[str, Any]]:
-    """Per item, through the command line: state, attempts, proposal digest, history length."""
-    rows = {r["id"]: r for r in lab.query("SELECT id, seq, head FROM items")}
-    return {
-        f"{i['automation']}/{i['key']}": {
-            "state": i["state"],
-            "attempts": i["attempts"],
-            "max_attempts": i["max_attempts"],
-            "next_eligible_at": i["next_eligible_at"],
-            "proposal_digest": i["proposal_digest"],
-            "history_length": rows[i["id"]]["seq"],
-            "head": rows[i["id"]]["head"],
-        }
-        for i in lab.cli_json("items")["items"]
-    }
 
 
 def stopline_tables(lab: PgLab) -> dict[str, Any]:
@@ -53,7 +36,7 @@ def run_once(lab: PgLab, *args: str) -> Any:
 
 
 def assert_nothing_moved(lab: PgLab, before: dict[str, Any], tables: dict[str, Any]) -> None:
-    assert snapshot(lab) == before
+    assert item_snapshot(lab) == before
     assert stopline_tables(lab) == tables
     assert lab.refusals() == [], "a worker tried to move a stopped item"
 
@@ -82,7 +65,7 @@ def test_demo_stop_lines_survive_new_workers_restarts_and_the_schedule(pg_lab: P
         "article-2",
     )
     run_once(pg_lab)
-    before = snapshot(pg_lab)
+    before = item_snapshot(pg_lab)
     states = Counter(s["state"] for s in before.values())
     assert set(states) >= STOP_STATES, f"not every stop-line is occupied: {states}"
     assert before["service-health/billing-api"]["attempts"] == 3
@@ -114,7 +97,7 @@ def test_demo_stop_lines_survive_new_workers_restarts_and_the_schedule(pg_lab: P
     digest = before["support-triage/msg-1044"]["proposal_digest"]
     pg_lab.cli_json("approve", "support-triage/msg-1044", "--proposal", digest, "--actor", "alice")
     run_once(pg_lab)
-    after = snapshot(pg_lab)
+    after = item_snapshot(pg_lab)
     assert after.pop("support-triage/msg-1044")["state"] == "completed"
     del before["support-triage/msg-1044"]
     assert after == before

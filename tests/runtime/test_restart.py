@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from proc import wait_for
+from proc import item_snapshot, wait_for
 from stopline.core.canonical import format_time
 
 from .labkit import DEMO_APP, LAB_APP, Lab
@@ -20,26 +20,8 @@ UNCHANGED = ("refusals", "schedules")  # the schedule's clock moves; nothing els
 STOP_STATES = {"awaiting_approval", "ready_for_review", "exception", "exhausted", "revision_failed"}
 
 
-def _snapshot(lab: Lab) -> dict[str, dict[str, Any]]:
-    """Per item, through the command line: state, attempts, proposal digest, history length."""
-    listed = lab.cli_json("items")["items"]
-    rows = {row["id"]: row for row in lab.query("SELECT id, seq, head FROM items")}
-    return {
-        f"{i['automation']}/{i['key']}": {
-            "state": i["state"],
-            "attempts": i["attempts"],
-            "max_attempts": i["max_attempts"],
-            "next_eligible_at": i["next_eligible_at"],
-            "proposal_digest": i["proposal_digest"],
-            "history_length": rows[i["id"]]["seq"],
-            "head": rows[i["id"]]["head"],
-        }
-        for i in listed
-    }
-
-
 def _assert_nothing_moved(lab: Lab, snapshot: dict[str, Any], dump: dict[str, Any]) -> None:
-    assert _snapshot(lab) == snapshot
+    assert item_snapshot(lab) == snapshot
     assert lab.dump(without=UNCHANGED) == dump
     assert lab.refusals() == [], "a worker tried to move a stopped item"
 
@@ -75,7 +57,7 @@ def test_rediscovery_new_workers_and_restarts_never_move_a_stopped_item(
         "revise", "lab/revise-1", "--actor", "carol", "--reason", "typo", "--artifact", "note"
     )
     lab.run_once()
-    snapshot = _snapshot(lab)
+    snapshot = item_snapshot(lab)
     assert {ref: s["state"] for ref, s in snapshot.items()} == {
         "lab/approve-1": "awaiting_approval",
         "lab/review-1": "ready_for_review",
@@ -144,7 +126,7 @@ def test_demo_items_at_every_stop_line_survive_restarts_and_the_schedule(make_la
     )
     lab.run_once(app=DEMO_APP)
 
-    snapshot = _snapshot(lab)
+    snapshot = item_snapshot(lab)
     states = Counter(s["state"] for s in snapshot.values())
     assert set(states) >= STOP_STATES, f"not every stop-line is occupied: {states}"
     assert all(s["state"] in STOP_STATES for s in snapshot.values())
@@ -175,7 +157,7 @@ def test_demo_items_at_every_stop_line_survive_restarts_and_the_schedule(make_la
     lab.cli_json("approve", "support-triage/msg-1041", "--proposal", digest, "--actor", "alice")
     lab.run_once(app=DEMO_APP)
     assert lab.show("support-triage/msg-1041")["state"] == "completed"
-    moved = _snapshot(lab)
+    moved = item_snapshot(lab)
     del moved["support-triage/msg-1041"], snapshot["support-triage/msg-1041"]
     assert moved == snapshot
     lab.verify()
