@@ -18,7 +18,9 @@ from stopline.core.commands import (
     Delivered,
     Discover,
     Execute,
+    Expire,
     Failure,
+    Guard,
     Intent,
     NeedsEyes,
     Observe,
@@ -32,6 +34,7 @@ from stopline.core.commands import (
 )
 from stopline.core.decide import decide
 from stopline.core.decision import Decision, Outcome
+from stopline.core.integrity import head_findings
 from stopline.core.policy import ApprovalPolicy, ApprovalRule, Policy
 from stopline.core.records import Actor, Event, Item
 from stopline.core.states import State
@@ -184,6 +187,8 @@ class Harness:
         return self.it.state
 
     def decide(self, command: Command) -> Decision:
+        if isinstance(command, Expire | Guard) and command.head is None and self.events:
+            command = replace(command, head=self.events[-1])  # what the sweeper/worker loads
         return decide(self.item, command, self.ctx())
 
     def apply(self, command: Command) -> Decision:
@@ -198,6 +203,7 @@ class Harness:
             self.item = decision.after
             self.events.append(decision.event)
             assert verify_item(self.item, self.events) == []
+            assert head_findings(self.item, decision.event) == [], "every write is sealed"
         else:
             assert decision.after is None and decision.event is None
             assert decision.sequence is None
@@ -425,3 +431,8 @@ def unchanged(before: Item, decision: Decision) -> bool:
         and decision.sequence is None
         and decision.before is before
     )
+
+
+def bound_digests(event: Any) -> dict[str, Any]:
+    """What an event is bound to, without the seal every event carries."""
+    return {k: v for k, v in event.digests.items() if k != "seal"}

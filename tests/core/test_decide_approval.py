@@ -11,7 +11,7 @@ from stopline.core.decision import Outcome
 from stopline.core.records import Actor
 from stopline.core.states import State
 
-from .helpers import AUTOMATION_PROPOSER, Harness, policy, unchanged
+from .helpers import AUTOMATION_PROPOSER, Harness, bound_digests, policy, unchanged
 
 S = State
 
@@ -173,7 +173,7 @@ def test_edit_changes_the_digest_and_voids_every_approval() -> None:
     assert new["edited_by"] == "olivia" and new["proposer"] == old["proposer"]
     assert new["evidence"] == old["evidence"]
     assert d.event.detail["voided_approvals"] == ("alice",)
-    assert d.event.digests == {"proposal": new["digest"], "previous": old["digest"]}
+    assert bound_digests(d.event) == {"proposal": new["digest"], "previous": old["digest"]}
     h.refused(Approve("bob", old["digest"]), "proposal_digest_mismatch")
     h.ok(Approve("bob", h.digest()), S.AWAITING_APPROVAL)  # 1 of 2 again
 

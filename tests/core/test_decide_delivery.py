@@ -24,7 +24,7 @@ from stopline.core.decision import Outcome
 from stopline.core.policy import PUBLISH, DeliveryPolicy
 from stopline.core.states import State
 
-from .helpers import Harness, art, policy, rid, unchanged
+from .helpers import Harness, art, bound_digests, policy, rid, unchanged
 
 S = State
 
@@ -55,7 +55,7 @@ def test_full_delivery_path_completes_with_a_review_packet(h: Harness) -> None:
     token = h.it.lease_token
     d = h.stage([a, b])
     assert d.state is S.DELIVERING and h.it.lease_token == token and h.it.lease_owner == "w1"
-    assert d.event.digests == {"a": a.content_hash, "b": b.content_hash}
+    assert bound_digests(d.event) == {"a": a.content_hash, "b": b.content_hash}
     for x in (a, b):
         h.write(x.key)
         assert h.it.lease_owner == "w1"  # each boundary commits under the same claim
@@ -67,7 +67,7 @@ def test_full_delivery_path_completes_with_a_review_packet(h: Harness) -> None:
     h.claim()
     d = h.ok(ReadBack(**h.lease(), readbacks=h.readbacks()), S.COMPLETED)
     packet = h.it.doc("review_packet")
-    assert d.event.digests == {"packet": packet["digest"]}
+    assert bound_digests(d.event) == {"packet": packet["digest"]}
     assert packet["void"] is False and packet["delivery_seq"] == 0 and packet["item"] == h.item_id
     assert [
         (x["key"], x["content_hash"], x["remote_id"], x["readback_hash"])
@@ -175,7 +175,7 @@ def test_review_binds_to_the_packet_and_the_delivery_head(h: Harness) -> None:
         0,
         "approve",
     )
-    assert d.event.digests == {"packet": h.packet()}
+    assert bound_digests(d.event) == {"packet": h.packet()}
 
 
 def test_review_refusals(h: Harness) -> None:
@@ -248,7 +248,7 @@ def test_publish_records_the_signal_once() -> None:
         h.packet(),
         "release-7",
     )
-    assert d.event.digests == {"packet": h.packet()}
+    assert bound_digests(d.event) == {"packet": h.packet()}
     before = h.it
     again = h.apply(Publish("pat", h.packet()))
     assert (again.outcome, again.reasons) == (Outcome.ZERO_WRITE, ("published",))

@@ -28,7 +28,7 @@ from stopline.core.decision import Outcome
 from stopline.core.policy import PUBLISH, DeliveryPolicy
 from stopline.core.states import State
 
-from .helpers import Harness, art, policy, rid, unchanged
+from .helpers import Harness, art, bound_digests, policy, rid, unchanged
 
 S = State
 A1, B1 = art("a", "alpha v1"), art("b", "beta v1")
@@ -108,7 +108,7 @@ def test_revise_opens_a_bound_revision(h: Harness) -> None:
     assert h.it.doc("review_packet")["void"] is True
     assert h.it.doc("review") is None and h.it.doc("previous_review")["verdict"] == "reject"
     assert [record(h, k)["remote_id"] for k in "ab"] == [rid("a"), rid("b")]
-    assert d.event.digests == {"request": revision["request_digest"], "voided_packet": packet}
+    assert bound_digests(d.event) == {"request": revision["request_digest"], "voided_packet": packet}
     assert h.it.attempts == 0 and h.it.lease_owner is None
 
 

@@ -475,8 +475,9 @@ def test_evidence_from_the_future_does_not_stay_fresh() -> None:
 
 
 def test_expire_never_raises_on_a_spent_revision_step(h: Harness) -> None:
-    """A revision step with its budget spent and no lease is failed, not a crash (forged)."""
+    """A revision step whose budget was spent by an edit of the record (no claim behind it,
+    no lease) is stopped as tampering, never a crash."""
     h.to(S.REVISION_PREPARED)
     h.item = replace(h.it, attempts=h.it.max_attempts)
     d = h.apply(Expire())
-    assert d.state is S.REVISION_FAILED
+    assert d.state is S.EXCEPTION and d.reasons == ("integrity_failed",)

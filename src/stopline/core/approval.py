@@ -9,6 +9,7 @@ from typing import Any
 from .canonical import digest, format_time, parse_time
 from .commands import Approve, Edit, Execute, Reject
 from .decision import Decision, refused, zero_write
+from .guard import recheck_failed
 from .reasons import Reason
 from .records import Item
 from .states import State
@@ -238,26 +239,7 @@ def decide_execute(item: Item, command: Execute, ctx: Context) -> Decision:
     failing, valid = authority_now(item, ctx)
     proposal = item.doc("proposal")
     if failing:
-        data: dict[str, Any] = {}
-        if proposal is not None:
-            data["proposal"] = {**proposal, "approvals": valid}
-        return transition(
-            item,
-            Cmd.RECHECK_FAILED,
-            S.AWAITING_APPROVAL,
-            ctx,
-            actor=command.worker,
-            data=data,
-            reasons=tuple(failing),
-            digests={"proposal": proposal["digest"] if proposal else None},
-            detail={
-                "voided_approvals": [
-                    a["actor"]
-                    for a in (proposal or {}).get("approvals", ())
-                    if a["actor"] not in {v["actor"] for v in valid}
-                ]
-            },
-        )
+        return recheck_failed(item, ctx, command.worker, failing, valid)
     assert proposal is not None
     return transition(
         item,

@@ -12,6 +12,8 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from .artifacts import Artifact
+from .integrity import Finding
+from .records import Event
 from .transitions import Cmd
 
 
@@ -41,6 +43,8 @@ class Expire(Command):
 
     name: ClassVar[str] = "expire"
     sweeper: str = "sweeper"
+    head: Event | None = None
+    legacy_seal: str | None = None
 
 
 # --- workers -------------------------------------------------------------------------------
@@ -90,6 +94,20 @@ class Failure(WorkerCommand):
     message: str
     retryable: bool
     jitter_sample: float = 0.0
+
+
+@dataclass(frozen=True)
+class Guard(WorkerCommand):
+    """Before an acting call (an execute hook, a remote create or update): the worker read the
+    record, its head event and the actor registry again; the core checks that the record is
+    sealed, the lease is still this worker's and, with ``authority``, that every counted
+    approval still holds. ``registry`` carries what was found wrong with the registry."""
+
+    name: ClassVar[str] = "guard"
+    head: Event | None = None
+    legacy_seal: str | None = None
+    registry: tuple[Finding, ...] = ()
+    authority: bool = True
 
 
 @dataclass(frozen=True)

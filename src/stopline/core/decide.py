@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import approval, delivery, operator, revision, work
+from . import approval, delivery, guard, operator, revision, work
 from .canonical import CanonicalError, canonical_json
 from .commands import (
     Acknowledge,
@@ -20,6 +20,7 @@ from .commands import (
     Expire,
     Failure,
     Finalize,
+    Guard,
     Intent,
     NeedsEyes,
     Observe,
@@ -51,6 +52,7 @@ HANDLERS: dict[type[Command], Handler] = {
     Failure: work.decide_failure,
     Expire: work.decide_expire,
     Execute: approval.decide_execute,
+    Guard: guard.decide_guard,
     Approve: approval.decide_approve,
     Reject: approval.decide_reject,
     Edit: approval.decide_edit,

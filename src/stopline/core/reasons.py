@@ -13,6 +13,7 @@ class Reason(StrEnum):
     IDEMPOTENCY_KEY_REUSE = "idempotency_key_reuse"
     UNKNOWN_AUTOMATION = "unknown_automation"
     INVALID_INPUT = "invalid_input"
+    INTEGRITY_FAILED = "integrity_failed"
     # workers and leases
     NOT_DUE = "not_due"
     LEASE_HELD = "lease_held"

@@ -147,5 +147,12 @@ class Event:
     def computed_hash(self) -> str:
         return fast_digest(self.body())
 
+    def hash_ok(self) -> bool:
+        """The event is exactly the one its hash was computed over."""
+        try:
+            return self.computed_hash() == self.hash
+        except (TypeError, ValueError):
+            return False
+
     def to_plain(self) -> dict[str, Any]:
         return {**self.body(), "hash": self.hash}

@@ -10,6 +10,7 @@ from typing import Any
 from .canonical import FrozenDict, freeze
 from .commands import ActorCommand, WorkerCommand
 from .decision import Decision, Outcome, refused
+from .integrity import item_seal
 from .policy import Policy
 from .reasons import Reason
 from .records import Actor, Event, Item
@@ -117,25 +118,12 @@ def transition(
     if attempt_entry is not None:
         log = (*log, freeze(dict(attempt_entry)))
     released = not keep_lease
-    event = Event.sealed(
-        item_id=item.id,
-        seq=item.seq + 1,
-        at=ctx.now,
-        command=cmd.value,
-        actor=actor,
-        from_state=item.state,
-        to_state=target,
-        reasons=reasons,
-        digests=freeze(dict(digests or {})),
-        detail=freeze(dict(detail or {})),
-        prev_hash=item.head,
-    )
     after = replace(
         item,
         state=target,
         version=item.version + 1,
-        seq=event.seq,
-        head=event.hash,
+        seq=item.seq + 1,
+        head="",
         updated_at=ctx.now,
         attempts=attempts,
         max_attempts=max_attempts,
@@ -147,6 +135,20 @@ def transition(
         attempt_log=log,
         data=new_data,
     )
+    event = Event.sealed(
+        item_id=item.id,
+        seq=after.seq,
+        at=ctx.now,
+        command=cmd.value,
+        actor=actor,
+        from_state=item.state,
+        to_state=target,
+        reasons=reasons,
+        digests=freeze({**(digests or {}), "seal": item_seal(after)}),
+        detail=freeze(dict(detail or {})),
+        prev_hash=item.head,
+    )
+    after = replace(after, head=event.hash)
     return Decision(
         Outcome.APPLIED, reasons, item.id, target, before=item, after=after, event=event
     )

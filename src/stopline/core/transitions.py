@@ -13,7 +13,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .states import DELIVERED_STATES, FINAL_STATES, STOP_STATES, TERMINAL_STATES, State
+from .states import (
+    DELIVERED_STATES,
+    FINAL_STATES,
+    STOP_STATES,
+    TERMINAL_STATES,
+    WORK_STATES,
+    State,
+)
 
 
 class By(StrEnum):
@@ -37,6 +44,7 @@ class Cmd(StrEnum):
     FAIL = "fail"
     EXECUTE = "execute"
     RECHECK_FAILED = "recheck_failed"
+    INTEGRITY_FAILED = "integrity_failed"
     STAGE = "stage"
     INTENT = "intent"
     BIND = "bind"
@@ -92,13 +100,22 @@ def _rows() -> Iterable[Transition]:
         yield row(src, Cmd.EXHAUST, [S.EXHAUSTED], By.WORKER, "retry budget spent")
         yield row(src, Cmd.FAIL, [S.FAILED], By.WORKER, "terminal failure with its evidence")
     yield row(S.APPROVED, Cmd.EXECUTE, [S.DELIVERING], By.WORKER, "authority re-checked")
-    yield row(
-        S.APPROVED,
-        Cmd.RECHECK_FAILED,
-        [S.AWAITING_APPROVAL],
-        By.WORKER,
-        "authority no longer holds when the action is about to run",
-    )
+    for src in (S.APPROVED, S.DELIVERING):
+        yield row(
+            src,
+            Cmd.RECHECK_FAILED,
+            [S.AWAITING_APPROVAL],
+            By.WORKER,
+            "authority or freshness no longer holds before an acting call",
+        )
+    for src in sorted(WORK_STATES):
+        yield row(
+            src,
+            Cmd.INTEGRITY_FAILED,
+            [S.EXCEPTION],
+            By.WORKER,
+            "the stored record no longer matches what its history sealed",
+        )
     for src in (S.DELIVERING, S.REVISION_PREPARED):
         yield row(src, Cmd.STAGE, [src], By.WORKER, "artifacts rendered and QA evidence bound")
         yield row(src, Cmd.INTENT, [src], By.WORKER, "intent recorded before a remote call")

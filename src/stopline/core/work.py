@@ -9,6 +9,8 @@ from typing import Any
 from .canonical import digest, format_time, freeze
 from .commands import Discover, Expire, Failure, NeedsEyes, Observe, Propose, Report
 from .decision import Decision, Outcome, refused
+from .guard import integrity_failed
+from .integrity import head_findings, item_seal
 from .reasons import Reason
 from .records import Event, Item
 from .states import State
@@ -25,6 +27,21 @@ def decide_discover(command: Discover, ctx: Context) -> Decision:
         reasons.append(Reason.INVALID_INPUT)
     if reasons:
         return refused(None, reasons, command.item_id)
+    item = Item(
+        id=command.item_id,
+        automation=command.automation,
+        key=command.key,
+        state=S.OBSERVING,
+        version=1,
+        seq=1,
+        head="",
+        created_at=ctx.now,
+        updated_at=ctx.now,
+        attempts=0,
+        max_attempts=policy.retry_for(S.OBSERVING.value).max_attempts,
+        next_eligible_at=ctx.now,
+        data=freeze({"input": command.input, "step": _step(S.OBSERVING, ctx.now)}),
+    )
     event = Event.sealed(
         item_id=command.item_id,
         seq=1,
@@ -34,25 +51,11 @@ def decide_discover(command: Discover, ctx: Context) -> Decision:
         from_state=None,
         to_state=S.OBSERVING,
         reasons=(),
-        digests={"input": digest(command.input)},
+        digests={"input": digest(command.input), "seal": item_seal(item)},
         detail={"automation": command.automation, "key": command.key},
         prev_hash="",
     )
-    item = Item(
-        id=command.item_id,
-        automation=command.automation,
-        key=command.key,
-        state=S.OBSERVING,
-        version=1,
-        seq=1,
-        head=event.hash,
-        created_at=ctx.now,
-        updated_at=ctx.now,
-        attempts=0,
-        max_attempts=policy.retry_for(S.OBSERVING.value).max_attempts,
-        next_eligible_at=ctx.now,
-        data=freeze({"input": command.input, "step": _step(S.OBSERVING, ctx.now)}),
-    )
+    item = replace(item, head=event.hash)
     return Decision(Outcome.APPLIED, (), item.id, item.state, after=item, event=event)
 
 
@@ -329,6 +332,9 @@ def decide_expire(item: Item, command: Expire, ctx: Context) -> Decision:
         return refused(item, [Reason.ILLEGAL_TRANSITION])
     if item.lease_live(ctx.now):
         return refused(item, [Reason.LEASE_HELD])
+    findings = head_findings(item, command.head, command.legacy_seal)
+    if findings:
+        return integrity_failed(item, ctx, command.sweeper, findings)
     abandoned = item.lease_owner is not None
     entry = None
     if abandoned:
