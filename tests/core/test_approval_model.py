@@ -64,6 +64,7 @@ class ApprovalModel(RuleBasedStateMachine):
         self.approvals: dict[str, int] = {}  # actor -> generation approved
         self.editor: str | None = None
         self.editors: set[str] = set()
+        self.returners: set[str] = set()  # whose `reject --return` the proposal answers
         self.observed_at: datetime | None = None
 
     # --- model ---------------------------------------------------------------------------------
@@ -72,7 +73,8 @@ class ApprovalModel(RuleBasedStateMachine):
         actor = self.actors.get(name)
         if actor is None or not actor.active or "approver" not in actor.roles:
             return False
-        return not (self.separation and (name == AUTOMATION_PROPOSER or name in self.editors))
+        barred = {AUTOMATION_PROPOSER, *self.editors, *self.returners}
+        return not (self.separation and name in barred)
 
     def fresh(self) -> bool:
         assert self.observed_at is not None
@@ -166,6 +168,7 @@ class ApprovalModel(RuleBasedStateMachine):
         if d.applied:
             assert self.state is S.OBSERVING and self.h.it.doc("proposal") is None
             self.approvals = {}
+            self.returners = set()  # the next proposal answers fresh evidence, not a return
 
     @rule(actor=st.sampled_from(NAMES), back=st.integers(0, 3))
     def approve_anyone(self, actor: str, back: int) -> None:
@@ -201,7 +204,10 @@ class ApprovalModel(RuleBasedStateMachine):
         if d.applied:
             assert self.state is (S.CLASSIFIED if back else S.CLOSED)
             self.approvals = {}
-            if not back:
+            if back:
+                self.returners.add(actor)
+            else:
+                self.returners = set()
                 self.fresh_item()
 
     @rule(

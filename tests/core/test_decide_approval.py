@@ -8,10 +8,11 @@ import pytest
 
 from stopline.core.commands import Approve, Edit, Execute, Propose, Reject
 from stopline.core.decision import Outcome
+from stopline.core.policy import ApprovalPolicy, ApprovalRule, Policy
 from stopline.core.records import Actor
 from stopline.core.states import State
 
-from .helpers import AUTOMATION_PROPOSER, Harness, bound_digests, policy, unchanged
+from .helpers import APPROVER, AUTOMATION_PROPOSER, Harness, bound_digests, policy, unchanged
 
 S = State
 
@@ -230,6 +231,45 @@ def test_reject_with_return_sends_the_item_back_to_classified(h: Harness) -> Non
     h.claim()
     h.ok(Propose(**h.lease(), action="restart", target="web-1", params={"grace": 1}))
     assert h.state is S.AWAITING_APPROVAL and h.digest() != digest
+
+
+def test_whoever_returned_a_proposal_may_not_approve_the_answer(h: Harness) -> None:
+    """A person whose `reject --return` reason fed the next proposal counts like an editor of
+    it: with separation of duties they may not approve it; someone else may."""
+    h.to_awaiting()
+    h.ok(Reject("alice", "smaller grace", send_back=True), S.CLASSIFIED)
+    h.propose({"grace": 1})
+    assert list(h.it.doc("proposal")["returned_by"]) == ["alice"]
+    h.refused(Approve("alice", h.digest()), "self_approval")
+    h.ok(Approve("bob", h.digest()), S.APPROVED)
+
+
+def test_returners_stay_barred_across_rounds_and_edits(h: Harness) -> None:
+    """Two rounds of returns and an edit: both returners stay barred from approving."""
+    h.to_awaiting()
+    h.ok(Reject("alice", "smaller grace", send_back=True), S.CLASSIFIED)
+    h.propose({"grace": 2})
+    h.ok(Reject("bob", "smaller still", send_back=True), S.CLASSIFIED)
+    h.propose({"grace": 1})
+    h.ok(Edit("olivia", {"grace": 0}), S.AWAITING_APPROVAL)
+    assert list(h.it.doc("proposal")["returned_by"]) == ["alice", "bob"]
+    h.refused(Approve("alice", h.digest()), "self_approval")
+    h.refused(Approve("bob", h.digest()), "self_approval")
+
+
+def test_a_policy_may_let_returners_approve() -> None:
+    """`returners_may_approve=True` lets the person who returned a proposal approve its answer;
+    it is recorded in the proposal, so the digest binds it."""
+    h = Harness(
+        policy=Policy(
+            approval=ApprovalPolicy(default=ApprovalRule((APPROVER,), 1, returners_may_approve=True))
+        )
+    )
+    h.to_awaiting()
+    h.ok(Reject("alice", "smaller grace", send_back=True), S.CLASSIFIED)
+    h.propose({"grace": 1})
+    assert h.it.doc("proposal")["returners_may_approve"] is True
+    h.ok(Approve("alice", h.digest()), S.APPROVED)
 
 
 def test_reject_refusals_name_every_reason(h: Harness) -> None:

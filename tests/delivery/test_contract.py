@@ -185,7 +185,7 @@ def test_stale_review_is_refused_after_revise(env: Env) -> None:
     review = env.applied("review", ITEM, "--packet", old, "--verdict", "approve", "--actor", "olga")
     shown = env.show()["review"]
     assert (shown["packet"], shown["delivery_seq"], shown["verdict"]) == (old, 0, "approve")
-    assert env.history()[-1]["digests"] == {"packet": old}
+    assert env.history()[-1]["digests"]["packet"] == old
     assert review["state"] == "completed"
 
     env.applied(*env.revise(), state="revision_prepared")

@@ -70,7 +70,7 @@ def test_sigkill_mid_step_counts_the_attempt_and_the_next_worker_takes_over(
     assert b.wait(60) == 0, b.output()
 
     item = lab.item(ref)
-    assert item["state"] == end_state
+    assert item["state"] == end_state, item["data"].get("exception")
     assert item["lease_owner"] is None
     observing = [e for e in item["attempt_log"] if e["state"] == "observing"]
     abandoned = observing[0]

@@ -40,6 +40,8 @@ def approver_reasons(
     role = known.has_any(frozenset(proposal["required_roles"]))
     reasons: list[str] = [] if role else [Reason.ACTOR_NOT_AUTHORIZED]
     editors = {proposal["edited_by"], *proposal.get("editors", ())}
+    if not proposal.get("returners_may_approve", False):
+        editors |= set(proposal.get("returned_by", ()))  # their reason shaped this proposal
     if proposal["separation_of_duties"] and (actor == proposal["proposer"] or actor in editors):
         reasons.append(Reason.SELF_APPROVAL)
     return reasons, role
@@ -141,6 +143,8 @@ def decide_reject(item: Item, command: Reject, ctx: Context) -> Decision:
         "digest": proposal["digest"],
         "returned": command.send_back,
     }
+    if command.send_back:  # the next proposal answers this reason (and the earlier ones)
+        rejection["returned_by"] = sorted({*proposal.get("returned_by", ()), command.actor})
     data: dict[str, Any] = {"rejection": rejection, "proposal": None}
     if command.send_back:
         data["step"] = {"state": S.CLASSIFIED.value, "since": format_time(ctx.now)}
@@ -181,6 +185,7 @@ def decide_edit(item: Item, command: Edit, ctx: Context) -> Decision:
         edited_by=command.actor,
         previous_digest=proposal["digest"],
         editors=list(proposal.get("editors", ())),
+        returned_by=list(proposal.get("returned_by", ())),
     )
     # The evidence the proposal rests on does not change with an edit of its parameters.
     new_body = {**new, "evidence": proposal["evidence"]}

@@ -170,3 +170,7 @@ def freeze(value: Any) -> Any:
 def thaw(value: Any) -> Any:
     """The mutable JSON-ready twin of :func:`freeze` (times and bytes converted)."""
     return to_plain(value)
+
+
+# The form digests had before RFC 8785; replaced by the canonical-form change.
+legacy_digest = digest

@@ -75,14 +75,16 @@ class ApprovalRule:
 
     ``approvals`` distinct actors, each holding one of ``roles``, must approve the same
     proposal digest while its evidence is younger than ``max_evidence_age`` seconds. With
-    ``separation_of_duties`` the proposer and the last editor may not approve. ``approvals=0``
-    means the action needs no approval at all.
+    ``separation_of_duties`` the proposer, every editor, and everyone whose ``reject --return``
+    reason the proposal answers may not approve it (``returners_may_approve=True`` lets the
+    last group approve). ``approvals=0`` means the action needs no approval at all.
     """
 
     roles: tuple[str, ...] = ("approver",)
     approvals: int = 1
     max_evidence_age: float = 3600.0
     separation_of_duties: bool = True
+    returners_may_approve: bool = False
 
     def __post_init__(self) -> None:
         if self.approvals < 0:
@@ -97,12 +99,15 @@ class ApprovalRule:
         object.__setattr__(self, "roles", tuple(self.roles))
 
     def to_plain(self) -> dict[str, Any]:
-        return {
+        plain: dict[str, Any] = {
             "roles": sorted(self.roles),
             "approvals": self.approvals,
             "max_evidence_age": self.max_evidence_age,
             "separation_of_duties": self.separation_of_duties,
         }
+        if self.returners_may_approve:  # only when set: the versions of other policies stay
+            plain["returners_may_approve"] = True
+        return plain
 
     @classmethod
     def from_plain(cls, doc: Mapping[str, Any]) -> ApprovalRule:
@@ -111,6 +116,7 @@ class ApprovalRule:
             approvals=int(doc["approvals"]),
             max_evidence_age=float(doc["max_evidence_age"]),
             separation_of_duties=bool(doc["separation_of_duties"]),
+            returners_may_approve=bool(doc.get("returners_may_approve", False)),
         )
 
 

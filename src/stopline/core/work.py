@@ -100,8 +100,12 @@ def build_proposal(
     edited_by: str | None,
     previous_digest: str | None,
     editors: list[str] | None = None,
+    returned_by: list[str] | None = None,
 ) -> dict[str, Any]:
-    """The proposal document; its digest covers everything but the approvals."""
+    """The proposal document; its digest covers everything but the approvals.
+
+    ``returned_by``: everyone whose ``reject --return`` reason this proposal answers; with
+    separation of duties they may not approve it, like an editor."""
     policy = policy_of(ctx)
     rule = policy.approval.rule(action)
     editors = sorted(set(editors or ()) | ({edited_by} if edited_by else set()))
@@ -118,11 +122,13 @@ def build_proposal(
         "edited_by": edited_by,
         "editors": editors,
         "previous_digest": previous_digest,
+        "returned_by": sorted(set(returned_by or ())),
         "policy_version": policy.approval.version,
         "required_roles": sorted(rule.roles),
         "required_approvals": rule.approvals,
         "max_evidence_age": rule.max_evidence_age,
         "separation_of_duties": rule.separation_of_duties,
+        "returners_may_approve": rule.returners_may_approve,
     }
     return {**body, "digest": digest(body), "approvals": []}
 
@@ -141,6 +147,7 @@ def decide_propose(item: Item, command: Propose, ctx: Context) -> Decision:
         # A re-proposal after `reject --return` is bound to the digest it replaces, so the
         # same content proposed again never carries the rejected digest.
         previous_digest=None if rejected is None else rejected["digest"],
+        returned_by=list(rejected.get("returned_by", ())) if rejected else None,
     )
     target = S.APPROVED if proposal["required_approvals"] == 0 else S.AWAITING_APPROVAL
     reasons = legal(item, Cmd.PROPOSE, target) + lease_reasons(item, command, ctx.now)

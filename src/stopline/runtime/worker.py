@@ -32,6 +32,7 @@ from ..core.commands import (
     Execute,
     Expire,
     Failure,
+    Guard,
     Intent,
     NeedsEyes,
     Observe,
@@ -133,7 +134,9 @@ class Worker:
         moved = 0
         for item in self.store.sweepable(now):
             policy = self._policies.get(item.automation) or self.store.policy(item.automation)
-            decision = decide(item, Expire(sweeper=self.id), Context(now, policy))
+            head, legacy = self.store.head(item.id)
+            command = Expire(sweeper=self.id, head=head, legacy_seal=legacy)
+            decision = decide(item, command, Context(now, policy))
             if decision.applied and self.store.apply(decision):
                 moved += 1
                 self.transitions += 1
@@ -165,6 +168,10 @@ class Worker:
             )
             renewer.start()
         try:
+            # What was claimed must be what its history sealed (a later step of this chain
+            # starts from this worker's own commit, which needs no such check).
+            if not self.guard(holder, authority=False):
+                return
             while True:
                 token = holder.item.lease_token
                 _Step(self, automation, holder).run()
@@ -199,10 +206,43 @@ class Worker:
 
     # --- committing ------------------------------------------------------------------------
 
-    def commit(self, holder: _LeaseHolder, command: Command) -> Decision:
+    def guard(self, holder: _LeaseHolder, *, authority: bool = True) -> bool:
+        """Before an acting call (with ``authority``) or on a fresh claim: read the record, its
+        head event and the registry again and let the core check them (``core/guard.py``).
+        ``True``: go ahead. ``False``: the item was stopped (the reasons are in its history).
+        Raises :class:`LeaseLost` when the lease is gone: nothing may be called or written."""
+        item = holder.current()
+        now = self.clock()
+        if authority:
+            lease = self.automations[item.automation].lease_seconds
+            if not self.store.renew(item, now, lease):
+                raise LeaseLost(item.id)
+            holder.renewed(now, lease)
+        fresh = self.store.get(item.id)
+        if fresh is None or (fresh.version, fresh.lease_token) != (item.version, item.lease_token):
+            raise LeaseLost(item.id)  # someone else wrote it: this claim is over
+        head, legacy = self.store.head(item.id)
+        registry = self.store.registry() if authority else None
+        command = Guard(
+            worker=self.id,
+            token=item.lease_token,
+            head=head,
+            legacy_seal=legacy,
+            registry=tuple(registry.findings) if registry is not None else (),
+            authority=authority,
+        )
+        holder.item = fresh
+        actors = registry.actors if registry is not None else {}
+        decision = self.commit(holder, command, actors=actors)
+        return decision.outcome is Outcome.ZERO_WRITE
+
+    def commit(
+        self, holder: _LeaseHolder, command: Command, *, actors: dict[str, Any] | None = None
+    ) -> Decision:
         item = holder.current()
         policy = self._policies[item.automation]
-        actors = self.store.actors() if isinstance(command, Execute) else {}
+        if actors is None:
+            actors = self.store.registry().actors if isinstance(command, Execute) else {}
         decision = decide(item, command, Context(self.clock(), policy, actors))
         if decision.outcome is Outcome.REFUSED:
             self.refusals += 1
@@ -214,7 +254,7 @@ class Worker:
             decision = self._chain(decision, policy)
             written = self._apply(decision)
             if written is None:  # cut off before a commit that wrote nothing: decide again
-                return self.commit(holder, command)
+                return self.commit(holder, command, actors=actors)
             if not written:
                 fresh = self.store.get(item.id)
                 if fresh is not None:
@@ -412,7 +452,12 @@ class _Step:
         elif not self.common(out):
             self.unexpected("propose", out)
 
+    def guard(self) -> bool:
+        return self.w.guard(self.h)
+
     def execute(self) -> None:
+        if not self.guard():
+            return
         decision = self.commit(Execute(**self.wc()))
         if decision.applied and decision.state is S.DELIVERING:
             self.w.crash_point("executed")
@@ -447,6 +492,8 @@ class _Step:
 
     def deliver(self) -> None:
         if not self.item.doc("staged"):
+            if not self.guard():  # every attempt of the execute hook, retries included
+                return
             if self.a.execute is None:
                 out: Any = o.Deliver()
             else:
@@ -490,6 +537,8 @@ class _Step:
                     return self.bind(key, "found", found.remote_id, found.version, "bound")
             else:
                 self.commit(Intent(**self.wc(), key=key, operation="create", idempotency_key=ikey))
+            if not self.guard():
+                return False
             self.w.crash_point("before_create")
             ref = target.create(artifact, ikey)
             self.w.crash_point("after_create")
@@ -547,6 +596,8 @@ class _Step:
                     idempotency_key=record["idempotency_key"],
                 )
             )
+        if not self.guard():
+            return False
         self.w.crash_point("before_update")
         new = target.update(ref, artifact)
         self.w.crash_point("after_update")
@@ -619,9 +670,9 @@ class _Step:
             if record.get("last_op") == "update":
                 continue  # updated and bound before a crash or a resume
             try:
-                self.update_one(
-                    key, record, Artifact.from_plain(record["content"]), "revision_bound"
-                )
+                content = Artifact.from_plain(record["content"])
+                if not self.update_one(key, record, content, "revision_bound"):
+                    return  # stopped before the call (the reasons are in its history)
             except RemoteMissing as exc:  # never recreated: the revision stops
                 self.failure(Reason.REMOTE_IDENTITY_MISSING.value, str(exc), retryable=False)
                 return

@@ -7,18 +7,34 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..core.canonical import digest, format_time, freeze, load_frozen, parse_time, storage_json
+from ..core.canonical import format_time, freeze, load_frozen, parse_time, storage_json
 from ..core.decision import Decision
+from ..core.integrity import item_seal
+from ..core.ledger import CREATE, LedgerEntry, entry, ledger_kind
 from ..core.policy import Policy
 from ..core.records import Actor, Event, Item
+from ..core.registry import (
+    POLICY,
+    TOKEN_ISSUE,
+    TOKEN_REVOKE,
+    PolicyRecord,
+    Registry,
+    RegistryEvent,
+    Token,
+    actor_state,
+    compare,
+    event_hash,
+    fold,
+)
 from ..core.states import State
 from .errors import SchemaMismatch, StoreError
 from .queries import load, migrations
 
 Row = Mapping[str, Any]
+INTEGRITY_MIGRATION = 4  # 0004_integrity: the ledger and seals (see _record_legacy)
 
 
 class SQLStore(ABC):
@@ -91,6 +107,53 @@ class SQLStore(ABC):
             if self._apply_migration(version, name, sql):
                 applied.append(version)
         return applied
+
+    def _after_migration(self, version: int, cur: Any) -> None:
+        """Data steps of a migration, run in its transaction (under its lock)."""
+        if version == INTEGRITY_MIGRATION:
+            self._record_legacy(cur)
+
+    def _record_legacy(self, cur: Any) -> None:
+        """Upgrading a database from before the ledger and seals: record what is there now, as
+        found, so that from here on every change to it is seen. Ledger entries are appended for
+        every item's creation and its people's events (grouped by item), a seal for each item
+        whose last event carries none, and a registry event for each token and policy."""
+        now = datetime.now(UTC)
+        cur.execute(self.q["all_items"], {})
+        items = [self._item(r) for r in cur.fetchall()]
+        for item in sorted(items, key=lambda i: (i.created_at, i.id)):
+            cur.execute(self.q["history"], {"id": item.id})
+            events = [self._event(r) for r in cur.fetchall()]
+            for event in events:
+                kind = ledger_kind(event)
+                if kind is not None:
+                    self._append_ledger(cur, kind, event)
+            if events and "seal" not in events[-1].digests:
+                cur.execute(
+                    self.q["insert_legacy_seal"],
+                    {
+                        "item_id": item.id,
+                        "head": events[-1].hash,
+                        "seal": item_seal(item),
+                        "at": self._time(now),
+                    },
+                )
+        cur.execute(self.q["list_tokens"], {})
+        for row in cur.fetchall():
+            self._append_registry(
+                cur, row["actor"], TOKEN_ISSUE, {"token": row["hash"], "upgrade": True}, now
+            )
+            if row["revoked_at"] is not None:
+                detail = {"tokens": [row["hash"]], "upgrade": True}
+                self._append_registry(cur, row["actor"], TOKEN_REVOKE, detail, now)
+        cur.execute(self.q["list_automations"], {})
+        for row in cur.fetchall():
+            detail = {
+                "version": row["version"],
+                "policy": self._from_json(row["policy"]),
+                "upgrade": True,
+            }
+            self._append_registry(cur, f"automation:{row['name']}", POLICY, detail, now)
 
     def check_schema(self) -> None:
         found = self.schema_version()
@@ -195,16 +258,22 @@ class SQLStore(ABC):
     # --- automations --------------------------------------------------------------------------
 
     def register_automation(self, name: str, policy: Policy, now: datetime) -> None:
+        """Store an automation's policy; a new or changed one is a registry event."""
+        plain = policy.to_plain()
         with self._write() as cur:
+            cur.execute(self.q["lock_registry"], {})
             cur.execute(
                 self.q["upsert_automation"],
                 {
                     "name": name,
-                    "policy": self._json(policy.to_plain()),
+                    "policy": self._json(plain),
                     "version": policy.version,
                     "updated_at": self._time(now),
                 },
             )
+            if self._rowcount(cur) == 1:
+                detail = {"version": policy.version, "policy": plain}
+                self._append_registry(cur, f"automation:{name}", POLICY, detail, now)
 
     def policy(self, name: str) -> Policy | None:
         with self._read() as cur:
@@ -252,6 +321,15 @@ class SQLStore(ABC):
             cur.execute(self.q["history"], {"id": item_id})
             return [self._event(r) for r in cur.fetchall()]
 
+    def head(self, item_id: str) -> tuple[Event | None, str | None]:
+        """The item's last event by sequence, and the seal an upgrade recorded for it."""
+        with self._read() as cur:
+            cur.execute(self.q["head_event"], {"id": item_id})
+            row = cur.fetchone()
+        if row is None:
+            return None, None
+        return self._event(row), row["legacy_seal"]
+
     def iter_items_with_events(self) -> Iterator[tuple[Item, list[Event]]]:
         with self._read() as cur:
             cur.execute(self.q["all_items"], {})
@@ -262,11 +340,34 @@ class SQLStore(ABC):
     def insert(self, decision: Decision) -> bool:
         assert decision.after is not None and decision.event is not None
         with self._write() as cur:
+            cur.execute(self.q["lock_ledger"], {})
             cur.execute(self.q["insert_item"], self._item_params(decision.after))
             if self._rowcount(cur) != 1:
                 return False
             cur.execute(self.q["insert_event"], self._event_params(decision.event))
+            self._append_ledger(cur, CREATE, decision.event)
         return True
+
+    def _append_ledger(self, cur: Any, kind: str, event: Event) -> None:
+        """Append one ledger entry (the caller holds the ledger lock in this transaction)."""
+        cur.execute(self.q["last_ledger"], {})
+        row = cur.fetchone()
+        n = 1 if row is None else int(row["n"]) + 1
+        prev = "" if row is None else str(row["hash"])
+        e = entry(n, event.at, kind, event.item_id, event.seq, event.hash, prev)
+        cur.execute(
+            self.q["insert_ledger"],
+            {
+                "n": e.n,
+                "at": self._time(e.at),
+                "kind": e.kind,
+                "item_id": e.item_id,
+                "seq": e.seq,
+                "event_hash": e.event_hash,
+                "prev_hash": e.prev_hash,
+                "hash": e.hash,
+            },
+        )
 
     def apply(
         self,
@@ -277,14 +378,20 @@ class SQLStore(ABC):
         # Everything is encoded before the transaction starts: the write lock is held only
         # for the statements themselves.
         params = self._apply_params(decision)
+        assert decision.event is not None
+        kind = ledger_kind(decision.event)
         try:
             with self._write() as cur:
+                if kind is not None:
+                    cur.execute(self.q["lock_ledger"], {})
                 cur.execute(self.q["update_item"], params)
                 if self._rowcount(cur) != 1:
                     raise _Stale()
                 cur.execute(self.q["insert_event"], params)
                 if idempotency is not None:
                     self._insert_idempotency(cur, idempotency, params["id"], params["at"])
+                if kind is not None:
+                    self._append_ledger(cur, kind, decision.event)
         except _Stale:
             return False
         except self.integrity_errors:
@@ -386,7 +493,9 @@ class SQLStore(ABC):
             return {r["name"]: self._actor(r) for r in cur.fetchall()}
 
     def set_actor(self, actor: Actor, change: str, detail: dict[str, Any], now: datetime) -> None:
+        """Create or change an actor; the registry event records the actor it leaves."""
         with self._write() as cur:
+            cur.execute(self.q["lock_registry"], {})
             cur.execute(
                 self.q["upsert_actor"],
                 {
@@ -396,21 +505,27 @@ class SQLStore(ABC):
                     "at": self._time(now),
                 },
             )
-            cur.execute(self.q["last_actor_event"], {})
-            row = cur.fetchone()
-            prev = "" if row is None else row["hash"]
-            body = {"at": now, "actor": actor.name, "change": change, "detail": detail}
-            cur.execute(
-                self.q["insert_actor_event"],
-                {
-                    "at": self._time(now),
-                    "actor": actor.name,
-                    "change": change,
-                    "detail": self._json(detail),
-                    "prev_hash": prev,
-                    "hash": digest({**body, "prev_hash": prev}),
-                },
-            )
+            full = {**detail, "state": actor_state(actor)}
+            self._append_registry(cur, actor.name, change, full, now)
+
+    def _append_registry(
+        self, cur: Any, subject: str, change: str, detail: dict[str, Any], now: datetime
+    ) -> None:
+        """Append one registry event (the caller holds the registry lock)."""
+        cur.execute(self.q["last_actor_event"], {})
+        row = cur.fetchone()
+        prev = "" if row is None else row["hash"]
+        cur.execute(
+            self.q["insert_actor_event"],
+            {
+                "at": self._time(now),
+                "actor": subject,
+                "change": change,
+                "detail": self._json(detail),
+                "prev_hash": prev,
+                "hash": event_hash(now, subject, change, detail, prev),
+            },
+        )
 
     def actor_events(self) -> list[dict[str, Any]]:
         with self._read() as cur:
@@ -427,11 +542,44 @@ class SQLStore(ABC):
                 for r in cur.fetchall()
             ]
 
+    def registry(self) -> Registry:
+        """The registry as its chain records it, with every place a table differs from it."""
+        with self._read() as cur:
+            cur.execute(self.q["list_actor_events"], {})
+            events = [
+                RegistryEvent(
+                    n,
+                    self._from_time(r["at"]) or datetime.min,
+                    r["actor"],
+                    r["change"],
+                    freeze(self._from_json(r["detail"])),
+                    r["prev_hash"],
+                    r["hash"],
+                )
+                for n, r in enumerate(cur.fetchall(), start=1)
+            ]
+            cur.execute(self.q["list_actors"], {})
+            actors = {r["name"]: self._actor(r) for r in cur.fetchall()}
+            cur.execute(self.q["list_tokens"], {})
+            tokens = {
+                r["hash"]: Token(r["actor"], r["revoked_at"] is not None) for r in cur.fetchall()
+            }
+            cur.execute(self.q["list_automations"], {})
+            policies = {
+                r["name"]: PolicyRecord(r["version"], self._from_json(r["policy"]))
+                for r in cur.fetchall()
+            }
+        found = fold(events)
+        found.findings += compare(found, actors, tokens, policies)
+        return found
+
     def add_token(self, actor: str, token_hash: str, now: datetime) -> None:
         with self._write() as cur:
+            cur.execute(self.q["lock_registry"], {})
             cur.execute(
                 self.q["insert_token"], {"hash": token_hash, "actor": actor, "at": self._time(now)}
             )
+            self._append_registry(cur, actor, TOKEN_ISSUE, {"token": token_hash}, now)
 
     def token_actor(self, token_hash: str) -> str | None:
         with self._read() as cur:
@@ -441,7 +589,43 @@ class SQLStore(ABC):
 
     def revoke_tokens(self, actor: str, now: datetime) -> None:
         with self._write() as cur:
+            cur.execute(self.q["lock_registry"], {})
+            cur.execute(self.q["live_tokens_of"], {"actor": actor})
+            hashes = [str(r["hash"]) for r in cur.fetchall()]
+            if not hashes:
+                return
             cur.execute(self.q["revoke_tokens"], {"actor": actor, "at": self._time(now)})
+            self._append_registry(cur, actor, TOKEN_REVOKE, {"tokens": hashes}, now)
+
+    # --- what verify reads ---------------------------------------------------------------------
+
+    def ledger(self) -> list[LedgerEntry]:
+        with self._read() as cur:
+            cur.execute(self.q["list_ledger"], {})
+            return [
+                LedgerEntry(
+                    int(r["n"]),
+                    self._from_time(r["at"]) or datetime.min,
+                    r["kind"],
+                    r["item_id"],
+                    int(r["seq"]),
+                    r["event_hash"],
+                    r["prev_hash"],
+                    r["hash"],
+                )
+                for r in cur.fetchall()
+            ]
+
+    def idempotency_records(self) -> list[dict[str, Any]]:
+        with self._read() as cur:
+            cur.execute(self.q["list_idempotency"], {})
+            return [dict(r) for r in cur.fetchall()]
+
+    def item_classes(self) -> list[tuple[str, str, str]]:
+        """(id, state, state class column) of every item, as stored."""
+        with self._read() as cur:
+            cur.execute(self.q["item_classes"], {})
+            return [(r["id"], r["state"], r["state_class"]) for r in cur.fetchall()]
 
     # --- idempotency, audit, schedules ------------------------------------------------------
 

@@ -47,6 +47,7 @@ from psycopg_pool import ConnectionPool
 
 from ..core.canonical import CanonicalError, storage_json
 from ..core.decision import Decision
+from ..core.ledger import ledger_kind
 from .base import SQLStore
 
 CHANNEL = "stopline_work"
@@ -128,6 +129,9 @@ class PostgresStore(SQLStore):
         *,
         idempotency: tuple[str, str, str] | None = None,
     ) -> bool:
+        if decision.event is not None and ledger_kind(decision.event) is not None:
+            # a person's command also appends to the ledger: one transaction under its lock
+            return super().apply(decision, idempotency=idempotency)
         params = {
             **self._apply_params(decision),
             "ikey": None,
@@ -199,6 +203,8 @@ class PostgresStore(SQLStore):
             if done:
                 return False
             conn.execute(sql)  # no parameters: the whole script in one simple query
+            with conn.cursor() as cur:
+                self._after_migration(version, cur)
             conn.execute(
                 "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (version, name)
             )

@@ -143,6 +143,7 @@ class SQLiteStore(SQLStore):
                 return False
             for statement in _statements(sql):
                 conn.execute(statement)
+            self._after_migration(version, conn.cursor())
             conn.execute(
                 "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
                 (version, name, datetime.now(UTC).isoformat()),

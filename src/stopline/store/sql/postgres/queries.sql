@@ -23,6 +23,9 @@ UPDATE items SET
 WHERE id = (
     SELECT id FROM items
     WHERE state_class = 'work'
+      -- the state itself, too: a class column edited by hand never makes a stop state work
+      AND state IN ('observing', 'classified', 'approved', 'delivering', 'pending_readback',
+                    'revision_prepared')
       AND next_eligible_at <= :now
       AND (lease_owner IS NULL OR lease_expires_at <= :now)
       AND attempts < max_attempts
@@ -198,3 +201,46 @@ WITH updated AS (
     RETURNING key
 )
 SELECT (SELECT COUNT(*) FROM event) AS n, (SELECT COUNT(*) FROM keyed) AS k;
+
+-- name: head_event
+-- The last event of an item by sequence (not by the item's head pointer, so a dropped or an
+-- extra event shows), with the seal an upgrade recorded for it, if any.
+SELECT e.*, l.seal AS legacy_seal FROM events e
+LEFT JOIN legacy_seals l ON l.item_id = e.item_id AND l.head = e.hash
+WHERE e.item_id = :id ORDER BY e.seq DESC LIMIT 1;
+
+-- name: lock_ledger
+-- Serialises ledger appends (the first statement of a transaction that appends).
+SELECT pg_advisory_xact_lock(hashtext('stopline.ledger'));
+
+-- name: last_ledger
+SELECT n, hash FROM ledger ORDER BY n DESC LIMIT 1;
+
+-- name: insert_ledger
+INSERT INTO ledger (n, at, kind, item_id, seq, event_hash, prev_hash, hash)
+VALUES (:n, :at, :kind, :item_id, :seq, :event_hash, :prev_hash, :hash);
+
+-- name: list_ledger
+SELECT * FROM ledger ORDER BY n;
+
+-- name: lock_registry
+-- Serialises registry appends (actors, tokens, policies): the chain never forks.
+SELECT pg_advisory_xact_lock(hashtext('stopline.actor_events'));
+
+-- name: list_tokens
+SELECT hash, actor, revoked_at FROM tokens ORDER BY hash;
+
+-- name: live_tokens_of
+SELECT hash FROM tokens WHERE actor = :actor AND revoked_at IS NULL ORDER BY hash;
+
+-- name: list_automations
+SELECT name, policy, version FROM automations ORDER BY name;
+
+-- name: list_idempotency
+SELECT key, command_digest, item_id, decision FROM idempotency ORDER BY key;
+
+-- name: item_classes
+SELECT id, state, state_class FROM items ORDER BY id;
+
+-- name: insert_legacy_seal
+INSERT INTO legacy_seals (item_id, head, seal, at) VALUES (:item_id, :head, :seal, :at);
