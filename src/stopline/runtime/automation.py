@@ -123,6 +123,7 @@ class Automation:
             lease_seconds=self.lease_seconds,
             step_retry=dict(self.step_retry),
             target=describe_target(self.target),
+            revise_hook=self.revise is not None,
         )
 
 
