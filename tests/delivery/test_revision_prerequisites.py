@@ -136,10 +136,8 @@ def test_a_published_delivery_refuses(lab: Lab) -> None:
     """After the publication signal: refused published, zero writes, still finalizable."""
     lab.work(mode="publish")
     packet = lab.show()["review_packet"]["digest"]
-    lab.applied(
-        "review", ITEM, "--packet", packet, "--verdict", "approve", "--actor", "olga",
-        state="completed",
-    )  # fmt: skip
+    review = ["review", ITEM, "--packet", packet, "--verdict", "approve", "--actor", "olga"]
+    lab.applied(*review, state="completed")
     lab.applied("publish", ITEM, "--packet", packet, "--actor", "pete", state="completed")
     assert lab.show()["publication"]["actor"] == "pete"
     lab.refused(lab.revise(), ["published"])
