@@ -35,6 +35,7 @@ from .core.commands import (
 )
 from .core.decide import decide
 from .core.decision import Decision, Outcome, refused
+from .core.names import ACTOR, ROLE, InvalidName, check_name, lookalike
 from .core.reasons import Reason
 from .core.records import Actor, Item
 from .core.states import State
@@ -255,10 +256,17 @@ class Controller:
     # --- the actor registry -----------------------------------------------------------------
 
     def add_actor(self, name: str, roles: list[str]) -> Actor:
-        _check_name(name)
-        for role in roles:
-            _check_name(role, "role")
-        existing = self.store.actors().get(name)
+        """Add an actor (or roles to one). Names are normalised and checked (``core.names``);
+        a name that looks like another registered actor's is refused."""
+        name = _check_name(ACTOR, name)
+        roles = [_check_name(ROLE, role) for role in roles]
+        registry = self.store.actors()
+        similar = lookalike(name, registry)
+        if similar is not None:
+            raise ActorError(
+                f"actor name {name!r} looks like the registered actor {similar!r}; choose another"
+            )
+        existing = registry.get(name)
         merged = frozenset(roles) | (
             existing.roles if existing and existing.active else frozenset()
         )
@@ -267,9 +275,16 @@ class Controller:
         return actor
 
     def revoke_actor(self, name: str, role: str | None = None) -> Actor | None:
-        existing = self.store.actors().get(name)
+        """Revoke an actor, or one role. A name or role stored exactly as given is revoked even
+        if it breaks today's rules (an older registry may hold one); else it is checked."""
+        registry = self.store.actors()
+        if name not in registry:
+            name = _check_name(ACTOR, name)
+        existing = registry.get(name)
         if existing is None:
             return None
+        if role is not None and role not in existing.roles:
+            role = _check_name(ROLE, role)
         now = self.clock()
         if role is None:
             actor = Actor(name, existing.roles, False)
@@ -282,6 +297,7 @@ class Controller:
 
     def new_token(self, name: str) -> str | None:
         """A fresh API token for an active actor; only its hash is stored."""
+        name = _check_name(ACTOR, name)
         actor = self.store.actors().get(name)
         if actor is None or not actor.active:
             return None
@@ -297,6 +313,9 @@ class Controller:
         return actor if actor is not None and actor.active else None
 
 
-def _check_name(name: str, what: str = "actor name") -> None:
-    if not name or len(name) > 100 or not all(c.isalnum() or c in "._-@" for c in name):
-        raise ActorError(f"{what} must be 1-100 characters of letters, digits, '.', '_', '-', '@'")
+def _check_name(kind: str, name: str) -> str:
+    """The normalised name (see ``core.names``), or :class:`ActorError` with what is wrong."""
+    try:
+        return check_name(kind, name)
+    except InvalidName as exc:
+        raise ActorError(str(exc)) from exc

@@ -13,7 +13,11 @@ from datetime import UTC, datetime
 import pytest
 
 from stopline.core.canonical import parse_time
+from stopline.core.names import InvalidName
+from stopline.core.records import Actor
+from stopline.store import open_store
 
+from .apps.refund_app import build_app
 from .conftest import Env
 
 APPROVE = "approve"
@@ -47,9 +51,19 @@ def test_stale_digest(env: Env) -> None:
 
 
 def test_approval_by_the_proposing_automation(env: Env) -> None:
-    """An actor with the approver role whose name is the proposer (the automation) may not approve."""
-    actors = {"automation:refund": ("approver",), "bob": ("approver",)}
-    ref = env.setup(actors=actors)["k1"]["id"]
+    """An actor with the approver role whose name is the proposer (the automation) may not approve.
+
+    The registry refuses such a name (``:`` is not in the actor alphabet); one planted in an
+    older registry is still refused self_approval."""
+    with pytest.raises(InvalidName, match="U\\+003A COLON"):
+        build_app(env.log, actors={"automation:refund": ("approver",)})
+    ref = env.setup(actors={"bob": ("approver",)})["k1"]["id"]
+    store = open_store(env.url)
+    try:
+        planted = Actor("automation:refund", frozenset({"approver"}))
+        store.set_actor(planted, "add", {"roles": ["approver"]}, datetime.now(UTC))
+    finally:
+        store.close()
     digest = env.digest(ref)
     assert env.show(ref)["proposal"]["proposer"] == "automation:refund"
     env.refused(approve(ref, digest, "automation:refund"), ["self_approval"])

@@ -78,6 +78,7 @@ def policy(
     **kwargs: Any,
 ) -> Policy:
     rule = ApprovalRule(roles, approvals, max_evidence_age, separation_of_duties)
+    kwargs.setdefault("revise_hook", True)  # the automation declares a revise hook
     return Policy(approval=ApprovalPolicy(default=rule), **kwargs)
 
 

@@ -25,7 +25,7 @@ from stopline.core.commands import (
     Revise,
 )
 from stopline.core.decision import Outcome
-from stopline.core.policy import PUBLISH, DeliveryPolicy
+from stopline.core.policy import PUBLISH, DeliveryPolicy, Policy
 from stopline.core.states import State
 
 from .helpers import Harness, art, bound_digests, policy, rid, unchanged
@@ -169,6 +169,36 @@ def test_revise_refused_when_the_mode_forbids_it() -> None:
     h = Harness(policy=policy(delivery=DeliveryPolicy(revisable=False)))
     completed(h)
     refused_revise(h, "mode_forbids_revision")
+
+
+def test_revise_refused_without_a_revise_hook() -> None:
+    """Revisable, but the automation declares no revise hook: mode_forbids_revision, no write."""
+    h = Harness(policy=policy(revise_hook=False))
+    completed(h)
+    refused_revise(h, "mode_forbids_revision")
+
+
+def test_a_failed_revision_is_not_resumed_without_a_revise_hook(h: Harness) -> None:
+    """The same request on revision_failed checks the mode too: mode_forbids_revision."""
+    completed(h)
+    h.revise("a")
+    h.claim()
+    failed_with(h, h.stage([A1]), "content_unchanged", "qa_unchanged")
+    h.policy = policy(revise_hook=False)
+    before = h.it
+    d = h.apply(Revise("olivia", "clearer writing", ("a",)))  # the same request
+    assert (d.outcome, d.reasons) == (Outcome.REFUSED, ("mode_forbids_revision",)), d.reasons
+    assert unchanged(before, d)
+
+
+def test_the_revise_hook_flag_is_in_the_policy_version_not_the_approval_version() -> None:
+    """Approvals record the approval policy's version: the hook flag leaves it alone."""
+    with_hook, without = Policy(revise_hook=True), Policy(revise_hook=False)
+    assert with_hook.approval.version == without.approval.version
+    assert with_hook.version != without.version
+    assert Policy.from_plain(with_hook.to_plain()) == with_hook
+    stored_before = {k: v for k, v in with_hook.to_plain().items() if k != "revise_hook"}
+    assert Policy.from_plain(stored_before).revise_hook is False  # unknown: fail closed
 
 
 def test_revise_refused_once_published() -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..controller import ActorError, Controller
 from ..core.decision import Decision, Outcome
+from ..core.names import InvalidName, check_actor_name
 from ..core.states import State
 from ..core.verify import verify_item
 from ..store import ENV_URL, Store, StoreError, database_url, open_store
@@ -280,12 +281,16 @@ def cmd_migrate(args: argparse.Namespace, store: Store, out: Out) -> int:
 
 
 def cmd_actors(args: argparse.Namespace, store: Store, out: Out) -> int:
+    try:
+        return _actors(args, store, out)
+    except (ActorError, InvalidName) as exc:  # a malformed name or role: exit 2, no write
+        raise UsageError(str(exc)) from exc
+
+
+def _actors(args: argparse.Namespace, store: Store, out: Out) -> int:
     controller = Controller(store)
     if args.actors_command == "add":
-        try:
-            actor = controller.add_actor(args.name, args.role)
-        except ActorError as exc:
-            raise UsageError(str(exc)) from exc
+        actor = controller.add_actor(args.name, args.role)
         out.doc(
             {"actor": actor.name, "roles": sorted(actor.roles), "active": actor.active},
             f"actor {actor.name}: roles {', '.join(sorted(actor.roles))}",
@@ -325,14 +330,15 @@ def cmd_actors(args: argparse.Namespace, store: Store, out: Out) -> int:
             ),
         )
         return EXIT_OK
-    token = controller.new_token(args.name)
+    name = check_actor_name(args.name)
+    token = controller.new_token(name)
     if token is None:
         out.doc(
-            {"decision": "refused", "reasons": ["actor_unknown"], "actor": args.name},
-            f"refused: no active actor {args.name}",
+            {"decision": "refused", "reasons": ["actor_unknown"], "actor": name},
+            f"refused: no active actor {name}",
         )
         return EXIT_REFUSED
-    out.doc({"actor": args.name, "token": token}, f"{token}\n(shown once; only its hash is stored)")
+    out.doc({"actor": name, "token": token}, f"{token}\n(shown once; only its hash is stored)")
     return EXIT_OK
 
 
@@ -351,7 +357,7 @@ def cmd_run(args: argparse.Namespace, store: Store, out: Out) -> int:
             workers=args.workers,
             linger=args.linger,
         )
-    except AppLoadError as exc:
+    except (AppLoadError, InvalidName) as exc:  # InvalidName: an actor to seed looks like one
         raise UsageError(str(exc)) from exc
     out.doc(
         {

@@ -190,6 +190,10 @@ class Policy:
     # Where deliveries go, as plain data (``{"kind": "directory", "root": ...}``), so that
     # ``reconcile`` and ``publish`` can reach the target without the automation's code.
     target: Mapping[str, Any] = field(default_factory=dict)
+    # Whether the automation declares a ``revise`` hook, so that ``stopline revise`` (run
+    # without the automation's code) refuses a revision no worker could carry out. Outside
+    # ``approval``: it is part of ``version`` but not of the approval policy's version.
+    revise_hook: bool = False
 
     def __post_init__(self) -> None:
         if self.lease_seconds <= 0:
@@ -208,6 +212,7 @@ class Policy:
             "approval": self.approval.to_plain(),
             "delivery": self.delivery.to_plain(),
             "lease_seconds": self.lease_seconds,
+            "revise_hook": self.revise_hook,
         }
 
     @cached_property
@@ -223,4 +228,7 @@ class Policy:
             lease_seconds=float(doc["lease_seconds"]),
             step_retry={k: RetryPolicy.from_plain(v) for k, v in doc.get("step_retry", {}).items()},
             target=dict(doc.get("target", {})),
+            # A policy stored before this field existed says nothing about the hook: read as
+            # absent (fail closed); the next `stopline run` stores the policy again.
+            revise_hook=doc.get("revise_hook") is True,
         )

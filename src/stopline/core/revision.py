@@ -51,8 +51,17 @@ def superseded_bindings(item: Item, scope: list[str]) -> dict[str, Any]:
     }
 
 
-def decide_revise(item: Item, command: Revise, ctx: Context) -> Decision:
+def mode_reasons(ctx: Context) -> list[str]:
+    """The delivery mode permits revision: revisable, and the automation has a revise hook
+    (without one the worker could only fail the revision, after the packet was voided)."""
     policy = policy_of(ctx)
+    if policy.delivery.revisable and policy.revise_hook:
+        return []
+    return [Reason.MODE_FORBIDS_REVISION]
+
+
+def decide_revise(item: Item, command: Revise, ctx: Context) -> Decision:
+    """Every prerequisite is checked here, before anything changes: a refusal writes nothing."""
     reasons = legal(item, Cmd.REVISE, S.REVISION_PREPARED) + operator_reasons(ctx, command)
     if not command.reason.strip():
         reasons.append(Reason.INVALID_INPUT)
@@ -62,8 +71,7 @@ def decide_revise(item: Item, command: Revise, ctx: Context) -> Decision:
     artifacts = {a["key"]: a for a in item.doc("artifacts") or ()}
     if item.state not in DELIVERED_STATES:
         reasons.append(Reason.NOT_COMPLETED)
-    if not policy.delivery.revisable:
-        reasons.append(Reason.MODE_FORBIDS_REVISION)
+    reasons += mode_reasons(ctx)
     if item.doc("publication"):
         reasons.append(Reason.PUBLISHED)
     if not scope or len(scope) != len(command.artifacts) or any(k not in artifacts for k in scope):
@@ -141,6 +149,7 @@ def _resume(
     )
     if presented != revision.get("request_digest"):
         reasons.append(Reason.REQUEST_MISMATCH)
+    reasons += mode_reasons(ctx)
     if item.doc("publication"):
         reasons.append(Reason.PUBLISHED)
     if reasons:

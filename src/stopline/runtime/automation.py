@@ -10,6 +10,7 @@ from typing import Any
 
 from ..core.artifacts import Artifact
 from ..core.commands import QAResult
+from ..core.names import ACTOR, AUTOMATION, ROLE, InvalidName, lookalikes, require_normal
 from ..core.policy import ApprovalPolicy, DeliveryPolicy, Policy, RetryPolicy
 from ..core.records import Item
 from ..targets.base import Target
@@ -114,6 +115,16 @@ class Automation:
     terminal_on: tuple[type[BaseException], ...] = (TerminalError,)
     description: str = ""
 
+    def __post_init__(self) -> None:
+        # Names declared in code are refused unless already in the one normal form (see
+        # core/names.py): no '/', so AUTOMATION/KEY splits at its first '/'.
+        require_normal(AUTOMATION, self.name)
+        for rule in (self.approval.default, *self.approval.rules.values()):
+            for role in rule.roles:
+                require_normal(ROLE, role)
+        for role in self.delivery.publish_roles:
+            require_normal(ROLE, role)
+
     @property
     def policy(self) -> Policy:
         return Policy(
@@ -123,6 +134,7 @@ class Automation:
             lease_seconds=self.lease_seconds,
             step_retry=dict(self.step_retry),
             target=describe_target(self.target),
+            revise_hook=self.revise is not None,
         )
 
 
@@ -139,9 +151,19 @@ class App:
     actors: Mapping[str, Sequence[str]] = field(default_factory=dict)  # seeded if missing
 
     def __post_init__(self) -> None:
-        names = [a.name for a in self.automations]
+        names = [require_normal(AUTOMATION, a.name) for a in self.automations]
         if len(set(names)) != len(names):
             raise ValueError("automation names must be unique")
+        for name, roles in self.actors.items():
+            require_normal(ACTOR, name)
+            if isinstance(roles, str):
+                raise ValueError(f"the roles of actor {name!r} are a list, not the text {roles!r}")
+            for role in roles:
+                require_normal(ROLE, role)
+        similar = lookalikes(self.actors)
+        if similar:
+            a, b = similar[0]
+            raise InvalidName(ACTOR, b, f"actor names {a!r} and {b!r} look alike; rename one")
 
     def by_name(self) -> dict[str, Automation]:
         return {a.name: a for a in self.automations}

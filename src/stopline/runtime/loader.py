@@ -43,7 +43,10 @@ def load_app(spec: str) -> App:
     if value is None:
         raise AppLoadError(f"{module_part} has no attribute {attribute!r}")
     if callable(value) and not isinstance(value, App | Automation):
-        value = value()
+        try:
+            value = value()
+        except Exception as exc:  # e.g. an invalid automation or actor name
+            raise AppLoadError(f"{spec} failed: {type(exc).__name__}: {exc}") from exc
     if isinstance(value, App):
         return value
     if isinstance(value, Automation):

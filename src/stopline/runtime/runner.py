@@ -112,7 +112,11 @@ def run(
     app = load_app(spec) if isinstance(spec, str) else spec
     store = open_store(url)
     scheduler = Scheduler(store, app)
-    scheduler.register()
+    try:
+        scheduler.register()
+    except BaseException:  # e.g. an actor to seed that looks like a registered one
+        store.close()
+        raise
     summary = RunSummary(workers=workers)
     fired = scheduler.tick(force=once)
     summary.discovered = sum(f.new for f in fired)

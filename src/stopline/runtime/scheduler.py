@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from ..controller import utcnow
 from ..core.commands import Discover
 from ..core.decide import decide
+from ..core.names import ACTOR, AUTOMATION, ROLE, InvalidName, lookalike, require_normal
 from ..core.records import Actor
 from ..core.step import Context
 from ..store import Store
@@ -43,19 +44,33 @@ class Scheduler:
         self.clock = clock
 
     def register(self) -> None:
-        """Store each automation's policy (CLI commands read it) and seed declared actors."""
+        """Store each automation's policy (CLI commands read it) and seed declared actors.
+
+        Names are checked again here (an ``Automation`` is mutable after construction), and an
+        actor to seed that looks like a registered one is refused: nothing is stored then."""
         now = self.clock()
         for automation in self.app.automations:
-            self.store.register_automation(automation.name, automation.policy, now)
+            require_normal(AUTOMATION, automation.name)
         known = self.store.actors()
-        for name, roles in self.app.actors.items():
-            if name not in known:
-                self.store.set_actor(
-                    Actor(name, frozenset(roles)),
-                    "add",
-                    {"roles": sorted(roles), "seeded_by": "app"},
-                    now,
+        seeds = {name: roles for name, roles in self.app.actors.items() if name not in known}
+        for name, roles in seeds.items():
+            require_normal(ACTOR, name)
+            for role in roles:
+                require_normal(ROLE, role)
+            similar = lookalike(name, known)
+            if similar is not None:
+                raise InvalidName(
+                    ACTOR, name, f"actor name {name!r} looks like the registered actor {similar!r}"
                 )
+        for automation in self.app.automations:
+            self.store.register_automation(automation.name, automation.policy, now)
+        for name, roles in seeds.items():
+            self.store.set_actor(
+                Actor(name, frozenset(roles)),
+                "add",
+                {"roles": sorted(roles), "seeded_by": "app"},
+                now,
+            )
 
     def due(self, automation: Automation, now: datetime) -> bool:
         last = self.store.last_discovery(automation.name)

@@ -14,7 +14,8 @@ tests/delivery/apps/digest_app.py:app`` entry point, configured by ``STOPLINE_DE
 * ``revise``: what the revise hook does: ``scope`` (default: rewrite every artifact in the
   revision's scope), ``first`` (only the first one in scope), ``none`` (return everything
   unchanged), ``all`` (rewrite every artifact, in scope or not), ``extra`` (``scope`` plus a new
-  artifact ``article-3``), ``fail`` (raise).
+  artifact ``article-3``), ``fail`` (raise), ``absent`` (the automation declares no revise
+  hook at all).
 * ``lease_seconds`` (default 1.0), ``timeout`` (WebDAV client timeout, default 5.0).
 """
 
@@ -166,7 +167,7 @@ def build_app(config: dict[str, Any], wrap: Callable[[Target], Target] | None = 
         observe=observe,
         propose=propose,
         execute=execute,
-        revise=revise,
+        revise=None if behaviour == "absent" else revise,
         target=target,
         every=3600,
         approval=ApprovalPolicy(rules={"write_drafts": ApprovalRule(approvals=0)}),
