@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from stopline.cli.main import main
+from stopline.store.queries import migrations
 
 CLI = [sys.executable, "-m", "stopline.cli.main"]
 
@@ -173,7 +174,7 @@ def test_actors_registry_changes_are_audited(
     changes = [r[0] for r in conn.execute("SELECT change FROM actor_events ORDER BY id")]
     tokens = conn.execute("SELECT hash, revoked_at FROM tokens").fetchall()
     conn.close()
-    assert changes == ["add", "revoke_role", "revoke"]
+    assert changes == ["add", "token_issue", "revoke_role", "revoke", "token_revoke"]
     assert len(tokens) == 1 and tokens[0][1] is not None and not tokens[0][0].startswith("stl_")
     assert run_json(capsys, "verify", "--db", url)[0] == 0
 
@@ -201,7 +202,7 @@ def test_migrate_is_idempotent(tmp_path: Path, capsys: pytest.CaptureFixture[str
     url = f"sqlite:///{tmp_path / 'm.db'}"
     code, first = run_json(capsys, "migrate", "--db", url)
     code2, second = run_json(capsys, "migrate", "--db", url)
-    assert code == code2 == 0 and first["applied"] == [1, 2, 3] and second["applied"] == []
+    assert code == code2 == 0 and first["applied"] == [v for v, _, _ in migrations("sqlite")] and second["applied"] == []
 
 
 def test_env_var_selects_the_database(
