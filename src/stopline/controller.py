@@ -10,7 +10,7 @@ import hashlib
 import json
 import secrets
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,11 +35,12 @@ from .core.commands import (
 )
 from .core.decide import decide
 from .core.decision import Decision, Outcome, refused
+from .core.integrity import head_findings
 from .core.names import ACTOR, ROLE, InvalidName, check_name, lookalike
 from .core.reasons import Reason
 from .core.records import Actor, Item
 from .core.states import State
-from .core.step import Context
+from .core.step import Context, bind_idempotency, idempotency_digest
 from .store import Store
 
 Clock = Callable[[], datetime]
@@ -93,7 +94,23 @@ class Controller:
             decision = refused(item, [Reason.UNKNOWN_AUTOMATION])
             self.store.record_refusal(decision, command.name, actor, now)
             return decision
-        decision = decide(item, command, Context(now, policy, self.store.actors()))
+        # What is decided on must be what its history sealed, and authority comes from the
+        # registry chain, never from a table alone.
+        head, legacy = self.store.head(item.id)
+        findings = head_findings(item, head, legacy)
+        registry = self.store.registry()
+        if actor is not None:
+            findings += registry.findings
+        if findings:
+            if isinstance(command, Close) and registry.ok:
+                # closing never acts: the way out of a record nobody can trust, with the
+                # findings kept in its history
+                command = replace(command, integrity=tuple(findings))
+            else:
+                decision = refused(item, [Reason.INTEGRITY_FAILED])
+                self.store.record_refusal(decision, command.name, actor, now)
+                return decision
+        decision = decide(item, command, Context(now, policy, registry.actors))
         if decision.outcome is Outcome.REFUSED:
             self.store.record_refusal(decision, command.name, actor, now)
             return decision
@@ -101,6 +118,7 @@ class Controller:
             return decision
         key = None
         if idempotency_key:
+            decision = bind_idempotency(decision, idempotency_digest(idempotency_key))
             key = (idempotency_key, command_digest, json.dumps(decision.to_plain()))
         if not self.store.apply(decision, idempotency=key):
             if idempotency_key and (seen := self.store.idempotency(idempotency_key)):
@@ -306,10 +324,16 @@ class Controller:
         return token
 
     def authenticate(self, token: str) -> Actor | None:
+        """The active actor a token was issued to, as the registry chain records both; a token
+        or a role written into a table without its registry event authenticates nobody."""
         name = self.store.token_actor(hash_token(token))
         if name is None:
             return None
-        actor = self.store.actors().get(name)
+        registry = self.store.registry()
+        issued = registry.tokens.get(hash_token(token))
+        if not registry.ok or issued is None or issued.revoked or issued.actor != name:
+            return None
+        actor = registry.actors.get(name)
         return actor if actor is not None and actor.active else None
 
 

@@ -81,6 +81,6 @@ def test_two_migrate_processes_at_once_apply_the_schema_once(
         assert [doc["version"] for doc in docs] == [KNOWN[-1]] * 2
         rows = lab.query("SELECT version FROM schema_migrations ORDER BY version")
         assert [r["version"] for r in rows] == KNOWN
-        assert lab.cli_json("verify") == {"ok": True, "items": 0, "events": 0, "problems": []}
+        assert lab.cli_json("verify")["ok"] is True
     finally:
         lab.cleanup()

@@ -18,8 +18,8 @@ from ..controller import ActorError, Controller
 from ..core.decision import Decision, Outcome
 from ..core.names import InvalidName, check_actor_name
 from ..core.states import State
-from ..core.verify import verify_item
 from ..store import ENV_URL, Store, StoreError, database_url, open_store
+from ..verification import verify_store
 from ..views import event_view, item_view, next_commands, summary_view, why
 from . import render
 
@@ -247,26 +247,20 @@ def cmd_reconcile(args: argparse.Namespace, store: Store, out: Out) -> int:
 
 
 def cmd_verify(args: argparse.Namespace, store: Store, out: Out) -> int:
-    problems: list[str] = []
-    items = events = 0
-    for item, history in store.iter_items_with_events():
-        items += 1
-        events += len(history)
-        problems += verify_item(item, history)
-    from ..core.canonical import digest
-
-    prev = ""
-    for n, e in enumerate(store.actor_events(), start=1):
-        body = {"at": e["at"], "actor": e["actor"], "change": e["change"], "detail": e["detail"]}
-        if e["prev_hash"] != prev or digest({**body, "prev_hash": prev}) != e["hash"]:
-            problems.append(f"actor event {n} ({e['actor']}): chain broken or altered")
-        prev = e["hash"]
-    ok = not problems
-    text = f"{'ok' if ok else 'PROBLEMS'}: {items} items, {events} events checked"
-    if problems:
-        text += "\n" + "\n".join(f"  {p}" for p in problems)
-    out.doc({"ok": ok, "items": items, "events": events, "problems": problems}, text)
-    return EXIT_OK if ok else EXIT_REFUSED
+    report = verify_store(store)
+    text = (
+        f"{'ok' if report.ok else 'PROBLEMS'}: {report.items} items, {report.events} events checked"
+    )
+    if report.findings:
+        text += f"\n{len(report.findings)} findings:"
+        text += "\n" + "\n".join(f"  {f.text()}" for f in report.findings)
+    if report.incidents:
+        text += f"\n{len(report.incidents)} recorded incidents (stopped when found):"
+        text += "\n" + "\n".join(
+            f"  item {i['item']} event {i['seq']} ({i['command']})" for i in report.incidents
+        )
+    out.doc(report.to_plain(), text)
+    return EXIT_OK if report.ok else EXIT_REFUSED
 
 
 def cmd_migrate(args: argparse.Namespace, store: Store, out: Out) -> int:

@@ -230,8 +230,12 @@ class Resume(ActorCommand):
 
 @dataclass(frozen=True)
 class Close(ActorCommand):
+    """``integrity``: what the command layer found wrong with the record (closing is the one
+    command such a record still accepts; the findings are kept in its history)."""
+
     name: ClassVar[str] = Cmd.CLOSE
     reason: str
+    integrity: tuple[Finding, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -122,4 +122,3 @@ def decide_guard(item: Item, command: Guard, ctx: Context) -> Decision:
             }
             return _revision_failed(item, ctx, command.worker, tuple(failing), failure, None)
     return zero_write(item, [])
-

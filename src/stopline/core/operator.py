@@ -146,6 +146,9 @@ def decide_close(item: Item, command: Close, ctx: Context) -> Decision:
     reasons += _reason_required(command.reason)
     if reasons:
         return refused(item, reasons)
+    detail: dict[str, Any] = {"reason": command.reason, "voided_approvals": _voided(item)}
+    if command.integrity:
+        detail["integrity_findings"] = [f.to_plain() for f in command.integrity[:20]]
     return transition(
         item,
         Cmd.CLOSE,
@@ -161,7 +164,8 @@ def decide_close(item: Item, command: Close, ctx: Context) -> Decision:
                 "at": format_time(ctx.now),
             }
         },
-        detail={"reason": command.reason, "voided_approvals": _voided(item)},
+        reasons=(Reason.INTEGRITY_FAILED,) if command.integrity else (),
+        detail=detail,
     )
 
 

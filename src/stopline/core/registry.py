@@ -182,9 +182,7 @@ def compare(
         ref = token_hash[:12]
         if row is None:
             if recorded is not None and not recorded.revoked:
-                found.append(
-                    Finding("token", ref, "row", REGISTRY_MISMATCH, "issued, but deleted")
-                )
+                found.append(Finding("token", ref, "row", REGISTRY_MISMATCH, "issued, but deleted"))
         elif recorded is None:
             found.append(Finding("token", ref, "row", TOKEN_UNRECORDED, "never issued"))
         elif row != recorded:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -156,3 +157,20 @@ def transition(
 
 def refuse_if(item: Item, reasons: list[str]) -> Decision | None:
     return refused(item, reasons) if reasons else None
+
+
+def idempotency_digest(key: str) -> str:
+    """What an event records of the idempotency key it was written under."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def bind_idempotency(decision: Decision, key_digest: str) -> Decision:
+    """The applied ``decision`` with its event bound to an idempotency key (so a key row that
+    is deleted, added or rewritten no longer matches the history)."""
+    event, after = decision.event, decision.after
+    if event is None or after is None:
+        return decision
+    digests = freeze({**event.digests, "idempotency": key_digest})
+    fields = {name: getattr(event, name) for name in event.body()}
+    bound = Event.sealed(**{**fields, "digests": digests})
+    return replace(decision, event=bound, after=replace(after, head=bound.hash))

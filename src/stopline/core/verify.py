@@ -1,49 +1,214 @@
-"""Replay an item's event log: hash chain, sequence, and legal transitions only."""
+"""Replay an item's history: the hash chain, the sequence, legal transitions only, and the
+documents that must agree with the events that wrote them (approvals, idempotency keys)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
+from .canonical import format_time
+from .integrity import APPROVAL_UNRECORDED, Finding
 from .records import Event, Item
 from .transitions import Cmd, lookup
 
+CHAIN_BROKEN = "chain_broken"
+SEQUENCE_GAP = "sequence_gap"
+EVENT_ALTERED = "event_altered"
+ILLEGAL_TRANSITION = "illegal_transition"
+STATE_MISMATCH = "state_mismatch"
+NO_EVENTS = "no_events"
+HISTORY_LENGTH = "history_length"
+HEAD_MISMATCH = "head_mismatch"
+INCIDENT = "integrity_failed"
+IDEMPOTENCY_UNRECORDED = "idempotency_unrecorded"
+IDEMPOTENCY_MISSING = "idempotency_missing"
+IDEMPOTENCY_MISMATCH = "idempotency_mismatch"
+STATE_CLASS_MISMATCH = "state_class_mismatch"
 
-def verify_item(item: Item, events: Sequence[Event]) -> list[str]:
+
+def verify_item(item: Item, events: Sequence[Event]) -> list[Finding]:
     """Every problem found in ``item``'s history; an empty list means it is sound."""
-    problems: list[str] = []
+    found: list[Finding] = []
     prev_hash = ""
     prev_state = None
+
+    def add(seq: int, field: str, reason: str, detail: str) -> None:
+        found.append(Finding("event", f"{item.id}#{seq}", field, reason, detail))
+
     for n, event in enumerate(events, start=1):
-        where = f"item {item.id} event {event.seq}"
         if event.seq != n:
-            problems.append(f"{where}: sequence gap (expected {n})")
+            add(event.seq, "seq", SEQUENCE_GAP, f"expected {n}")
         if event.item_id != item.id:
-            problems.append(f"{where}: belongs to {event.item_id}")
+            add(event.seq, "item_id", CHAIN_BROKEN, f"belongs to {event.item_id}")
         if event.prev_hash != prev_hash:
-            problems.append(f"{where}: chain broken (prev_hash does not match event {n - 1})")
-        if event.computed_hash() != event.hash:
-            problems.append(f"{where}: hash mismatch (the event was altered)")
+            add(event.seq, "prev_hash", CHAIN_BROKEN, f"does not match event {n - 1}")
+        if not event.hash_ok():
+            add(event.seq, "hash", EVENT_ALTERED, "the event was altered")
         if event.from_state != prev_state:
-            problems.append(
-                f"{where}: starts in {event.from_state}, previous event ended in {prev_state}"
+            add(
+                event.seq,
+                "from_state",
+                ILLEGAL_TRANSITION,
+                f"starts in {event.from_state}, the previous event ended in {prev_state}",
             )
         try:
             row = lookup(event.from_state, Cmd(event.command))
         except ValueError:
             row = None
         if row is None or event.to_state not in row.targets:
-            problems.append(
-                f"{where}: illegal transition {event.from_state} --{event.command}--> {event.to_state}"
+            add(
+                event.seq,
+                "command",
+                ILLEGAL_TRANSITION,
+                f"{event.from_state} --{event.command}--> {event.to_state}",
             )
         prev_hash, prev_state = event.hash, event.to_state
+    ref = item.id
     if not events:
-        problems.append(f"item {item.id}: no events")
+        found.append(Finding("item", ref, "events", NO_EVENTS, "the item has no events"))
     elif item.state != prev_state:
-        problems.append(
-            f"item {item.id}: state {item.state} does not follow from its events ({prev_state})"
+        found.append(
+            Finding(
+                "item",
+                ref,
+                "state",
+                STATE_MISMATCH,
+                f"state {item.state} does not follow from its events ({prev_state})",
+            )
         )
     if item.seq != len(events):
-        problems.append(f"item {item.id}: history_length {item.seq} but {len(events)} events")
+        found.append(
+            Finding(
+                "item",
+                ref,
+                "history_length",
+                HISTORY_LENGTH,
+                f"history_length {item.seq} but {len(events)} events",
+            )
+        )
     if events and item.head != prev_hash:
-        problems.append(f"item {item.id}: head does not match the last event")
-    return problems
+        found.append(
+            Finding("item", ref, "head", HEAD_MISMATCH, "the head does not match the last event")
+        )
+    return found + approval_findings(item, events)
+
+
+def approval_findings(item: Item, events: Iterable[Event]) -> list[Finding]:
+    """Each approval the item counts was recorded by an approve event of that actor, of that
+    digest, at that time."""
+    proposal = item.doc("proposal")
+    if not proposal:
+        return []
+    recorded = {
+        (e.actor, str(e.digests.get("proposal")), format_time(e.at))
+        for e in events
+        if e.command == Cmd.APPROVE.value
+    }
+    found = []
+    for approval in proposal.get("approvals", ()):
+        try:
+            key = (approval["actor"], approval["digest"], approval["at"])
+        except (KeyError, TypeError):
+            key = None
+        if key not in recorded:
+            who = approval.get("actor") if isinstance(approval, Mapping) else approval
+            found.append(
+                Finding(
+                    "item",
+                    item.id,
+                    "proposal.approvals",
+                    APPROVAL_UNRECORDED,
+                    f"no approve event records {who}'s approval",
+                )
+            )
+    return found
+
+
+def incidents(item: Item, events: Iterable[Event]) -> list[dict[str, Any]]:
+    """Integrity failures the item's history recorded (stopped and kept, not hidden)."""
+    return [
+        {
+            "item": item.id,
+            "seq": e.seq,
+            "command": e.command,
+            "at": format_time(e.at),
+            "findings": [dict(f) for f in e.detail.get("findings", ())]
+            or [dict(f) for f in e.detail.get("integrity_findings", ())],
+        }
+        for e in events
+        if INCIDENT in e.reasons
+    ]
+
+
+def key_digest(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def idempotency_findings(
+    rows: Iterable[Mapping[str, Any]], histories: Mapping[str, Sequence[Event]]
+) -> list[Finding]:
+    """Every idempotency key row names an event written under it, and every event written
+    under a key still has its row (a deleted row would let the command run twice)."""
+    found: list[Finding] = []
+    bound: dict[tuple[str, str], Event] = {}
+    for item_id, events in histories.items():
+        for event in events:
+            key = event.digests.get("idempotency")
+            if key:
+                bound[(item_id, str(key))] = event
+    seen: set[tuple[str, str]] = set()
+    for row in rows:
+        digest_of_key = key_digest(str(row["key"]))
+        ref = digest_of_key[:12]
+        where = (str(row["item_id"]), digest_of_key)
+        written = bound.get(where)
+        if written is None:
+            found.append(
+                Finding(
+                    "idempotency",
+                    ref,
+                    "key",
+                    IDEMPOTENCY_UNRECORDED,
+                    "no event was written under this key",
+                )
+            )
+            continue
+        seen.add(where)
+        decision = row.get("decision")
+        if not _decision_matches(decision, written):
+            found.append(
+                Finding(
+                    "idempotency",
+                    ref,
+                    "decision",
+                    IDEMPOTENCY_MISMATCH,
+                    f"the stored decision is not event {written.seq}'s",
+                )
+            )
+    for (item_id, digest_of_key), event in sorted(bound.items()):
+        if (item_id, digest_of_key) not in seen:
+            found.append(
+                Finding(
+                    "idempotency",
+                    digest_of_key[:12],
+                    "row",
+                    IDEMPOTENCY_MISSING,
+                    f"event {item_id}#{event.seq} was written under a key whose row is gone",
+                )
+            )
+    return found
+
+
+def _decision_matches(decision: Any, event: Event) -> bool:
+    try:
+        doc = json.loads(decision) if isinstance(decision, str | bytes) else dict(decision)
+        return bool(
+            doc["decision"] == "applied"
+            and doc["sequence"] == event.seq
+            and doc["state"] == event.to_state.value
+            and doc["item"] == event.item_id
+        )
+    except (ValueError, KeyError, TypeError):
+        return False

@@ -621,6 +621,12 @@ class SQLStore(ABC):
             cur.execute(self.q["list_idempotency"], {})
             return [dict(r) for r in cur.fetchall()]
 
+    def legacy_seals(self) -> dict[str, tuple[str, str]]:
+        """item id -> (head event hash, seal) recorded by the upgrade to seals."""
+        with self._read() as cur:
+            cur.execute(self.q["list_legacy_seals"], {})
+            return {r["item_id"]: (r["head"], r["seal"]) for r in cur.fetchall()}
+
     def item_classes(self) -> list[tuple[str, str, str]]:
         """(id, state, state class column) of every item, as stored."""
         with self._read() as cur:

@@ -11,8 +11,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from ..core.decision import Decision
-from ..core.policy import Policy
 from ..core.ledger import LedgerEntry
+from ..core.policy import Policy
 from ..core.records import Actor, Event, Item
 from ..core.registry import Registry
 
@@ -133,6 +133,8 @@ class Store(Protocol):
     def ledger(self) -> list[LedgerEntry]: ...
 
     def idempotency_records(self) -> list[dict[str, Any]]: ...
+
+    def legacy_seals(self) -> dict[str, tuple[str, str]]: ...
 
     def item_classes(self) -> list[tuple[str, str, str]]: ...
 

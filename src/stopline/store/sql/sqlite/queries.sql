@@ -206,3 +206,6 @@ SELECT id, state, state_class FROM items ORDER BY id;
 
 -- name: insert_legacy_seal
 INSERT INTO legacy_seals (item_id, head, seal, at) VALUES (:item_id, :head, :seal, :at);
+
+-- name: list_legacy_seals
+SELECT item_id, head, seal FROM legacy_seals ORDER BY item_id;

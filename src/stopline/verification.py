@@ -1,0 +1,113 @@
+"""``stopline verify``: every finding about a store, from its own records alone.
+
+Items: each history replays (chain, sequence, legal transitions), its last event seals the
+stored record, the proposal hashes to its digest and each counted approval was recorded by an
+approve event. The store: the ledger holds every item's creation and every person's command
+with the hash it has now (a deleted item, a rewritten history), the registry tables say what
+the registry chain recorded, every idempotency key matches the event written under it, names
+are in the safe alphabet. Recorded incidents (items stopped ``integrity_failed``) are listed
+apart: they were found and stopped at the time.
+
+What this cannot see without a key outside the database: a rewrite of a whole history made
+consistent by someone who recomputes every hash (see docs/security.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .core.integrity import Finding, head_findings
+from .core.ledger import ledger_findings
+from .core.names import lookalikes, name_problem
+from .core.records import Event
+from .core.states import State
+from .core.verify import (
+    STATE_CLASS_MISMATCH,
+    idempotency_findings,
+    incidents,
+    verify_item,
+)
+from .store import Store
+
+NAME_INVALID = "name_invalid"
+NAME_LOOKALIKE = "name_lookalike"
+
+
+@dataclass
+class Report:
+    items: int = 0
+    events: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    incidents: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def to_plain(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "items": self.items,
+            "events": self.events,
+            "problems": [f.text() for f in self.findings],
+            "findings": [f.to_plain() for f in self.findings],
+            "incidents": self.incidents,
+        }
+
+
+def verify_store(store: Store) -> Report:
+    report = Report()
+    histories: dict[str, list[Event]] = {}
+    legacy = store.legacy_seals()
+    for item, events in store.iter_items_with_events():
+        report.items += 1
+        report.events += len(events)
+        histories[item.id] = events
+        report.findings += verify_item(item, events)
+        seal = legacy.get(item.id)
+        head = events[-1] if events else None
+        sealed_at_upgrade = seal[1] if seal and head is not None and seal[0] == head.hash else None
+        report.findings += [
+            f for f in head_findings(item, head, sealed_at_upgrade) if f not in report.findings
+        ]
+        problem = name_problem("automation", item.automation)
+        if problem:
+            report.findings.append(Finding("item", item.id, "automation", NAME_INVALID, problem))
+        report.incidents += incidents(item, events)
+    for item_id, state, stored_class in store.item_classes():
+        try:
+            expected = State(state).state_class.value
+        except ValueError:
+            expected = "?"
+        if stored_class != expected:
+            report.findings.append(
+                Finding(
+                    "item",
+                    item_id,
+                    "state_class",
+                    STATE_CLASS_MISMATCH,
+                    f"state {state} is {expected}, the row says {stored_class}",
+                )
+            )
+    report.findings += ledger_findings(store.ledger(), histories)
+    registry = store.registry()
+    report.findings += registry.findings
+    for name, actor in sorted(registry.actors.items()):
+        problem = name_problem("actor", name)
+        if problem:
+            report.findings.append(Finding("actor", name, "name", NAME_INVALID, problem))
+        for role in sorted(actor.roles):
+            problem = name_problem("role", role)
+            if problem:
+                report.findings.append(Finding("actor", name, "roles", NAME_INVALID, problem))
+    for first, second in lookalikes(a for a, v in registry.actors.items() if v.active):
+        report.findings.append(
+            Finding("actor", second, "name", NAME_LOOKALIKE, f"reads the same as {first}")
+        )
+    for automation in sorted(registry.policies):
+        problem = name_problem("automation", automation)
+        if problem:
+            report.findings.append(Finding("automation", automation, "name", NAME_INVALID, problem))
+    report.findings += idempotency_findings(store.idempotency_records(), histories)
+    return report
