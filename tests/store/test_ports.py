@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import T0, decide_at, discover, dump
+from helpers import T0, decide_at, discover, dump, stop_in_exception
 from stopline.core.commands import Failure, NeedsEyes
 from stopline.core.decision import Decision, Outcome
 from stopline.core.policy import Policy, RetryPolicy
@@ -38,15 +38,6 @@ def claimed(store: Store, at: datetime) -> Item:
     item = store.claim("w1", at, 30.0)
     assert item is not None
     return item
-
-
-def needs_eyes(store: Store, key: str, at: datetime, automation: str = "auto") -> Item:
-    """Discover ``automation/key`` and stop it in ``exception`` at ``at``."""
-    discover(store, key, at=at, automation=automation)
-    item = claimed(store, at)
-    decision = decide_at(item, NeedsEyes("w1", item.lease_token, "ops", "unclear"), at)
-    assert decision.after is not None and store.apply(decision)
-    return decision.after
 
 
 def failure(store: Store, key: str, at: datetime, *, retryable: bool, policy: Policy) -> Item:
@@ -108,8 +99,8 @@ def test_insights_agree_with_the_items_and_their_histories(store: Store) -> None
     """Counts by state, by transition and by attempt outcome equal what the items and their
     event logs say, on each store."""
     one = Policy(retry=RetryPolicy(max_attempts=1))
-    needs_eyes(store, "a", T0)
-    needs_eyes(store, "b", T0 + S)
+    stop_in_exception(store, "a", T0)
+    stop_in_exception(store, "b", T0 + S)
     failure(store, "c", T0 + 2 * S, retryable=False, policy=Policy())
     failure(store, "d", T0 + 3 * S, retryable=True, policy=Policy())
     failure(store, "e", T0 + 4 * S, retryable=True, policy=one)
@@ -169,11 +160,11 @@ def test_automation_names_are_listed_in_order(store: Store) -> None:
 def test_only_stops_after_the_switch_on_are_read(store: Store) -> None:
     """The first read starts at ``now - backfill``: older stops are not sent, and later
     stops are read with everything a message needs."""
-    needs_eyes(store, "old", T0, automation="ops")
+    stop_in_exception(store, "old", T0, automation="ops")
     first = store.outbox.new_stops(T0 + S, 0.0, LOOKBACK)
     assert (first.events, first.start, first.cursor) == ((), T0 + S, T0 + S)
     assert store.outbox.enqueue(first, [], T0 + S) == 0
-    stopped = needs_eyes(store, "new", T0 + 2 * S, automation="ops")
+    stopped = stop_in_exception(store, "new", T0 + 2 * S, automation="ops")
     batch = store.outbox.new_stops(T0 + 3 * S, 0.0, LOOKBACK)
     [event] = batch.events
     assert (event.item_id, event.automation, event.key, event.seq) == (
@@ -194,7 +185,7 @@ def test_only_stops_after_the_switch_on_are_read(store: Store) -> None:
 
 def test_backfill_reads_older_stops_on_the_first_round(store: Store) -> None:
     """With a backfill the first read also returns stops that many seconds old."""
-    needs_eyes(store, "old", T0)
+    stop_in_exception(store, "old", T0)
     batch = store.outbox.new_stops(T0 + 10 * S, 60.0, LOOKBACK)
     assert [e.key for e in batch.events] == ["old"]
     assert batch.start == T0 + 10 * S - 60 * S
@@ -205,7 +196,7 @@ def test_only_entries_into_a_stop_state_are_read(store: Store) -> None:
     was, are not stops."""
     fill(store, T0 - S)  # switches notifications on before everything below
     store.outbox.enqueue(store.outbox.new_stops(T0 - S, 0.0, LOOKBACK), [], T0 - S)
-    stopped = needs_eyes(store, "a", T0)
+    stopped = stop_in_exception(store, "a", T0)
     stay(store, stopped, T0 + S)
     failure(store, "c", T0 + 2 * S, retryable=False, policy=Policy())
     failure(store, "d", T0 + 3 * S, retryable=True, policy=Policy())
@@ -218,7 +209,7 @@ def test_enqueue_adds_each_message_once_and_moves_the_cursor(store: Store) -> No
     """Enqueueing the same messages again adds nothing; the cursor moves to the newest stop,
     and stops within the lookback are read again (and added once)."""
     store.outbox.enqueue(store.outbox.new_stops(T0 - S, 0.0, LOOKBACK), [], T0 - S)
-    stopped = needs_eyes(store, "a", T0)
+    stopped = stop_in_exception(store, "a", T0)
     batch = store.outbox.new_stops(T0 + S, 0.0, LOOKBACK)
     messages = [message(stopped.id, stopped.seq, u) for u in ("http://a/hook", "http://b/hook")]
     assert store.outbox.enqueue(batch, messages, T0 + S) == 2
@@ -240,10 +231,10 @@ def test_a_late_commit_is_read_within_the_lookback(store: Store) -> None:
     """A stop whose event time is older than the cursor is still read while within the
     lookback, and never beyond it."""
     store.outbox.enqueue(store.outbox.new_stops(T0 - S, 0.0, LOOKBACK), [], T0 - S)
-    needs_eyes(store, "on-time", T0 + 30 * S)
+    stop_in_exception(store, "on-time", T0 + 30 * S)
     batch = store.outbox.new_stops(T0 + 31 * S, 0.0, LOOKBACK)
     store.outbox.enqueue(batch, [], T0 + 31 * S)
-    needs_eyes(store, "late", T0 + 5 * S)  # decided earlier, committed after the read
+    stop_in_exception(store, "late", T0 + 5 * S)  # decided earlier, committed after the read
     wide = store.outbox.new_stops(T0 + 32 * S, 0.0, timedelta(seconds=60))
     assert sorted(e.key for e in wide.events) == ["late", "on-time"]
     narrow = store.outbox.new_stops(T0 + 32 * S, 0.0, timedelta(seconds=10))
