@@ -37,13 +37,16 @@ def verify(secret: str, headers: dict[str, str], body: bytes, tolerance: int = 3
 
 
 class Receiver:
-    """A webhook receiver on a loopback port; ``status`` is what it answers.
+    """A webhook receiver on a loopback port; ``status`` is what it answers (with a
+    ``location`` header when given).
 
     With ``hold_first``, the first request is recorded at once but answered only after
     :meth:`release` (so a test can act while one delivery is in flight).
     """
 
-    def __init__(self, status: int = 204, *, hold_first: bool = False) -> None:
+    def __init__(
+        self, status: int = 204, *, hold_first: bool = False, location: str | None = None
+    ) -> None:
         self.status = status
         self.received: list[tuple[dict[str, str], bytes]] = []
         self._lock = threading.Lock()
@@ -63,6 +66,8 @@ class Receiver:
                 if first:
                     receiver._released.wait(60)
                 self.send_response(receiver.status)
+                if location is not None:
+                    self.send_header("location", location)
                 self.send_header("content-length", "0")
                 self.end_headers()
 

@@ -24,6 +24,7 @@ from stopline.runtime.notifier import (
     NotifySettings,
     NotifySettingsError,
     Summary,
+    notify_pending,
 )
 from stopline.store import Store, open_store
 from stopline.store.outbox import DELIVERED
@@ -163,6 +164,22 @@ def test_a_hosted_notifier_sends_stops_made_after_it_started(
     assert (message["data"]["item"], message["data"]["key"]) == (stopped.id, "after")
 
 
+def test_a_redirect_is_a_failed_attempt_and_never_followed(store: Store, store_url: str) -> None:
+    """A 3xx answer is recorded as a failed attempt to retry; the redirect is not followed."""
+    target = Receiver()
+    redirecting = Receiver(status=302, location=target.url)
+    try:
+        stop_in_exception(store, "k", datetime.now(UTC) - timedelta(seconds=5))
+        summary = notify_pending(store_url, settings(redirecting.url, backfill=60.0))
+        assert (summary.enqueued, summary.retrying, summary.delivered) == (1, 1, 0)
+        assert (redirecting.count(), target.count()) == (1, 0)
+        [message] = store.outbox.notifications()
+        assert (message.status, message.last_error) == ("pending", "HTTP 302")
+    finally:
+        target.close()
+        redirecting.close()
+
+
 def test_a_notifier_that_cannot_open_its_store_fails_at_start(blank_store_url: str) -> None:
     """A notifier on a database without the schema refuses to start instead of idling."""
     host = NotifierThread(blank_store_url, settings("http://127.0.0.1:9/hook"))
@@ -188,15 +205,18 @@ def test_settings_come_from_the_environment() -> None:
     base = {"STOPLINE_WEBHOOKS": '{"a": ["https://h.example/x"]}', "STOPLINE_WEBHOOK_SECRET": "s"}
     defaulted = NotifySettings.from_env(base, base_url="http://here:1")
     assert defaulted is not None and defaulted.base_url == "http://here:1"
-    refused = {
-        "STOPLINE_WEBHOOK_SECRET": {"STOPLINE_WEBHOOK_SECRET": ""},
-        "not base64": {"STOPLINE_WEBHOOK_SECRET": "whsec_!!"},
-        "no key": {"STOPLINE_WEBHOOK_SECRET": "whsec_"},
-        "STOPLINE_WEBHOOKS": {"STOPLINE_WEBHOOKS": '{"a": ["ftp://x"]}'},
-        "valid JSON": {"STOPLINE_WEBHOOKS": "{"},
-        "STOPLINE_NOTIFY_INTERVAL": {"STOPLINE_NOTIFY_INTERVAL": "0"},
-        "STOPLINE_BASE_URL": {"STOPLINE_BASE_URL": "inbox.example"},
-    }
-    for named, change in refused.items():
+    hooks = "STOPLINE_WEBHOOKS"
+    refused = [
+        ("STOPLINE_WEBHOOK_SECRET", {"STOPLINE_WEBHOOK_SECRET": ""}),
+        ("not base64", {"STOPLINE_WEBHOOK_SECRET": "whsec_!!"}),
+        ("no key", {"STOPLINE_WEBHOOK_SECRET": "whsec_"}),
+        ("http\\(s\\) URLs", {hooks: '{"a": ["ftp://x"]}'}),
+        ("http\\(s\\) URLs", {hooks: '{"a": ["http://[::1/hook"]}'}),
+        ("http\\(s\\) URLs", {hooks: '{"a": ["http:///no-host"]}'}),
+        ("valid JSON", {hooks: "{"}),
+        ("STOPLINE_NOTIFY_INTERVAL", {"STOPLINE_NOTIFY_INTERVAL": "0"}),
+        ("STOPLINE_BASE_URL", {"STOPLINE_BASE_URL": "inbox.example"}),
+    ]
+    for named, change in refused:
         with pytest.raises(NotifySettingsError, match=named):
             NotifySettings.from_env({**base, **change})

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from http.client import HTTPException
+from urllib.parse import urlsplit
 
 from ..core.policy import RetryPolicy
 from ..store import Store, open_store
@@ -72,12 +73,20 @@ def parse_webhook_urls(text: str | None) -> dict[str, tuple[str, ...]]:
     for name, urls in doc.items():
         if isinstance(urls, str):
             urls = [urls]
-        if not isinstance(urls, list) or not all(
-            isinstance(u, str) and u.startswith(("http://", "https://")) for u in urls
-        ):
+        if not isinstance(urls, list) or not all(_is_http_url(u) for u in urls):
             raise NotifySettingsError(f"{ENV_WEBHOOKS}[{name!r}] must be a list of http(s) URLs")
         out[str(name)] = tuple(urls)
     return out
+
+
+def _is_http_url(value: object) -> bool:
+    """An ``http(s)://`` URL with a host (checked here, so no round fails on it later)."""
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        return False
+    try:
+        return bool(urlsplit(value).hostname)
+    except ValueError:  # a malformed host, such as an unclosed [IPv6 address
+        return False
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
@@ -112,7 +121,7 @@ class NotifySettings:
             webhooks.secret_key(self.secret)
         except webhooks.WebhookSecretError as exc:
             raise NotifySettingsError(f"{ENV_SECRET}: {exc}") from exc
-        if not self.base_url.startswith(("http://", "https://")):
+        if not _is_http_url(self.base_url):
             raise NotifySettingsError(f"{ENV_BASE_URL} must be an http(s) URL")
         if not (self.interval > 0 and self.timeout > 0 and self.backfill >= 0):
             raise NotifySettingsError("the interval and timeout are positive, backfill >= 0")
