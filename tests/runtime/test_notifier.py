@@ -215,6 +215,8 @@ def test_settings_come_from_the_environment() -> None:
         ("http\\(s\\) URLs", {hooks: '{"a": ["http:///no-host"]}'}),
         ("valid JSON", {hooks: "{"}),
         ("STOPLINE_NOTIFY_INTERVAL", {"STOPLINE_NOTIFY_INTERVAL": "0"}),
+        ("STOPLINE_NOTIFY_INTERVAL", {"STOPLINE_NOTIFY_INTERVAL": "nan"}),
+        ("STOPLINE_NOTIFY_INTERVAL", {"STOPLINE_NOTIFY_INTERVAL": "soon"}),
         ("STOPLINE_BASE_URL", {"STOPLINE_BASE_URL": "inbox.example"}),
     ]
     for named, change in refused:

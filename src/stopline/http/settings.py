@@ -6,7 +6,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..runtime.notifier import NotifySettings, NotifySettingsError, parse_webhook_urls
+from ..runtime.notifier import (
+    NotifySettings,
+    NotifySettingsError,
+    parse_webhook_urls,
+    positive_number,
+)
 
 MAX_BODY = 64 * 1024
 DAY = 86400.0
@@ -21,16 +26,10 @@ def _flag(value: str | None) -> bool:
 
 
 def _number(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name)
-    if raw is None or not raw.strip():
-        return default
     try:
-        value = float(raw)
-    except ValueError as exc:
-        raise SettingsError(f"{name} must be a number, not {raw!r}") from exc
-    if value <= 0:
-        raise SettingsError(f"{name} must be positive")
-    return value
+        return positive_number(env, name, default)
+    except NotifySettingsError as exc:
+        raise SettingsError(str(exc)) from exc
 
 
 def parse_webhooks(text: str | None) -> dict[str, tuple[str, ...]]:

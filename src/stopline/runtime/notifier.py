@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import threading
 import urllib.error
@@ -89,7 +90,8 @@ def _is_http_url(value: object) -> bool:
         return False
 
 
-def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+def positive_number(env: Mapping[str, str], name: str, default: float) -> float:
+    """The number in variable ``name`` (``default`` when unset or blank); it must be > 0."""
     raw = env.get(name)
     if raw is None or not raw.strip():
         return default
@@ -97,8 +99,8 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
         value = float(raw)
     except ValueError as exc:
         raise NotifySettingsError(f"{name} must be a number, not {raw!r}") from exc
-    if not value > 0:
-        raise NotifySettingsError(f"{name} must be positive")
+    if not (math.isfinite(value) and value > 0):
+        raise NotifySettingsError(f"{name} must be positive (and finite)")
     return value
 
 
@@ -145,7 +147,7 @@ class NotifySettings:
             webhooks=hooks,
             secret=e.get(ENV_SECRET) or "",
             base_url=(e.get(ENV_BASE_URL) or "").rstrip("/") or base_url or DEFAULT_BASE_URL,
-            interval=_seconds(e, ENV_INTERVAL, 5.0),
+            interval=positive_number(e, ENV_INTERVAL, 5.0),
         )
 
 

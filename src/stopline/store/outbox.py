@@ -72,16 +72,10 @@ class Message:
 
 
 @dataclass(frozen=True)
-class Notification:
-    """A message in the outbox. While a sender holds it, ``next_attempt_at`` is the end of
-    its lease."""
+class Notification(Message):
+    """A message in the outbox, with where its delivery stands. While a sender holds it,
+    ``next_attempt_at`` is the end of its lease."""
 
-    id: str
-    item_id: str
-    seq: int
-    url: str
-    type: str
-    payload: str
     status: str
     attempts: int
     next_attempt_at: datetime
