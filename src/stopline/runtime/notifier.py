@@ -45,7 +45,6 @@ LOOKBACK = timedelta(minutes=10)  # events committed out of time order are still
 MAX_ERROR = 500
 
 Clock = Callable[[], datetime]
-Sender = Callable[[Notification, datetime], AttemptResult]
 
 
 class NotifySettingsError(ValueError):
@@ -190,20 +189,13 @@ class Summary:
 class Notifier:
     """Fills the outbox from the event log and delivers what is due, on one store."""
 
-    def __init__(
-        self,
-        store: Store,
-        settings: NotifySettings,
-        *,
-        clock: Clock = utcnow,
-        send: Sender | None = None,
-    ) -> None:
+    def __init__(self, store: Store, settings: NotifySettings, *, clock: Clock = utcnow) -> None:
         self.store = store
         self.settings = settings
         self.clock = clock
-        self.send: Sender = send or self._post
 
-    def _post(self, message: Notification, now: datetime) -> AttemptResult:
+    def send(self, message: Notification, now: datetime) -> AttemptResult:
+        """One signed attempt of ``message``, signed at ``now``."""
         body = message.payload.encode("utf-8")
         signed = webhooks.headers(self.settings.secret, message.id, now, body)
         return post(message.url, body, signed, self.settings.timeout)
