@@ -87,3 +87,16 @@ def discover(
     )
     assert decision.after is not None and store.insert(decision)
     return decision.after
+
+
+def stop_in_exception(store: Store, key: str, at: datetime, automation: str = "auto") -> Item:
+    """Discover ``automation/key``, claim it and stop it in ``exception`` at ``at``, through
+    the real core; returns the stopped item."""
+    from stopline.core.commands import NeedsEyes
+
+    discover(store, key, at=at, automation=automation)
+    item = store.claim("w1", at, 30.0)
+    assert item is not None and item.key == key
+    decision = decide_at(item, NeedsEyes("w1", item.lease_token, "ops", "unclear"), at)
+    assert decision.after is not None and store.apply(decision)
+    return decision.after

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
+
+from stopline.store.queries import load
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "stopline"
 # What the pure core may not touch: clocks, randomness, processes, files, network, databases.
@@ -77,3 +82,62 @@ def test_lower_layers_never_import_the_shells() -> None:
                 if level == 0 and parts[0] != "stopline":
                     continue
                 assert shell not in ("cli", "http", "web"), f"{layer}/{path.name} imports {module}"
+
+
+# A statement in a string: SELECT .. FROM, INSERT INTO, UPDATE .. SET x =, DELETE FROM.
+SQL = re.compile(
+    r"\bselect\s[^;]*?\sfrom\s+\w|\binsert\s+into\s+\w|\bupdate\s+\w+\s+set\s+\w+\s*="
+    r"|\bdelete\s+from\s+\w",
+    re.IGNORECASE,
+)
+PRIVATE_STORE = {"_read", "_write", "_raw"}
+DRIVERS = {"sqlite3", "psycopg", "psycopg_pool"}
+
+
+def outside_the_store() -> Iterator[tuple[str, ast.AST]]:
+    """(module path, node) of every AST node of every module outside ``store/``."""
+    for path in sorted(SRC.rglob("*.py")):
+        if path.is_relative_to(SRC / "store"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            yield str(path.relative_to(SRC)), node
+
+
+def store_statements() -> list[str]:
+    """Every named query of both stores, as the store loads them."""
+    folder = resources.files("stopline.store").joinpath("sql", "common")
+    files = {"queries"} | {e.name.removesuffix(".sql") for e in folder.iterdir()}
+    return [
+        sql
+        for dialect in ("sqlite", "postgres")
+        for name in sorted(files)
+        for sql in load(dialect, False, name).values()
+    ]
+
+
+def test_the_sql_detector_recognises_every_statement_of_the_store() -> None:
+    """The pattern the next test looks for finds each of the store's own statements (it is
+    case-insensitive: prose that reads like a statement has to be reworded)."""
+    statements = store_statements()
+    assert len(statements) > 50
+    assert [s for s in statements if not SQL.search(s)] == []
+
+
+def test_only_the_store_holds_sql_or_opens_a_connection() -> None:
+    """Outside store/, no string holds a SQL statement, nothing touches a store's private
+    connections (_read, _write, _raw), and no module imports a database driver."""
+    found = []
+    for module, node in outside_the_store():
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if match := SQL.search(node.value):
+                found.append(f"{module}:{node.lineno} SQL {match.group(0)[:40]!r}")
+        elif isinstance(node, ast.Attribute) and node.attr in PRIVATE_STORE:
+            found.append(f"{module}:{node.lineno} uses .{node.attr}")
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                names.append(node.module or "")
+            for name in names:
+                if name.split(".")[0] in DRIVERS:
+                    found.append(f"{module}:{node.lineno} imports {name}")
+    assert found == []

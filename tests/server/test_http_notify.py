@@ -4,14 +4,11 @@ store."""
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,69 +17,19 @@ import pytest
 
 from helpers import dump
 from stopline.http import metrics
-from stopline.http.notify import notify_pending
+from stopline.runtime.notifier import DEFAULT_RETRY, NotifySettings, notify_pending
 from stopline.store import open_store
+from webhook_receiver import SECRET, Receiver, verify
 
 from .conftest import Demo, prepare_demo
 from .httphelp import Server
 
-SECRET = "whsec_" + base64.b64encode(b"a test secret of 32 bytes, fine!").decode()
 
-
-def verify(secret: str, headers: dict[str, str], body: bytes, tolerance: int = 300) -> bool:
-    """Exactly the verifier of docs/webhooks.md."""
-    key = (
-        base64.b64decode(secret.removeprefix("whsec_"))
-        if secret.startswith("whsec_")
-        else secret.encode()
+def hooks(urls: dict[str, list[str]], base: str = "http://x", **options: Any) -> NotifySettings:
+    """Notifier settings signing with the test secret."""
+    return NotifySettings(
+        webhooks={k: tuple(v) for k, v in urls.items()}, secret=SECRET, base_url=base, **options
     )
-    msg_id, ts = headers["webhook-id"], headers["webhook-timestamp"]
-    if abs(time.time() - int(ts)) > tolerance:
-        return False
-    expected = base64.b64encode(
-        hmac.new(key, f"{msg_id}.{ts}.".encode() + body, hashlib.sha256).digest()
-    ).decode()
-    return any(
-        version == "v1" and hmac.compare_digest(sig, expected)
-        for version, _, sig in (
-            part.partition(",") for part in headers["webhook-signature"].split()
-        )
-    )
-
-
-class Receiver:
-    """A webhook receiver on a loopback port; ``status`` is what it answers."""
-
-    def __init__(self, status: int = 204) -> None:
-        self.status = status
-        self.received: list[tuple[dict[str, str], bytes]] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["content-length"]))
-                receiver.received.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                self.send_response(receiver.status)
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def messages(self) -> list[dict[str, Any]]:
-        out = []
-        for headers, body in self.received:
-            assert verify(SECRET, headers, body), "a signature did not verify"
-            out.append(json.loads(body))
-        return out
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
@@ -104,7 +51,7 @@ def _items_and_events(url: str) -> dict[str, Any]:
 def test_stops_are_delivered_signed_once(demo_url: str, receiver: Receiver) -> None:
     before = _items_and_events(demo_url)
     summary = notify_pending(
-        demo_url, SECRET, {"*": [receiver.url]}, "https://inbox.example", backfill=3600
+        demo_url, hooks({"*": [receiver.url]}, "https://inbox.example", backfill=3600)
     )
     assert (summary.enqueued, summary.delivered, summary.failed) == (7, 7, 0)
     messages = receiver.messages()
@@ -117,7 +64,7 @@ def test_stops_are_delivered_signed_once(demo_url: str, receiver: Receiver) -> N
         assert m["data"]["url"] == f"https://inbox.example/items/{m['data']['item']}"
     ids = [h["webhook-id"] for h, _ in receiver.received]
     assert len(set(ids)) == 7
-    again = notify_pending(demo_url, SECRET, {"*": [receiver.url]}, "https://inbox.example")
+    again = notify_pending(demo_url, hooks({"*": [receiver.url]}, "https://inbox.example"))
     assert (again.enqueued, again.delivered) == (0, 0)
     assert len(receiver.received) == 7
     assert _items_and_events(demo_url) == before
@@ -127,9 +74,7 @@ def test_stops_are_delivered_signed_once(demo_url: str, receiver: Receiver) -> N
 
 
 def test_only_configured_automations(demo_url: str, receiver: Receiver) -> None:
-    summary = notify_pending(
-        demo_url, SECRET, {"service-health": [receiver.url]}, "http://x", backfill=3600
-    )
+    summary = notify_pending(demo_url, hooks({"service-health": [receiver.url]}, backfill=3600))
     assert summary.delivered == 3
     assert {m["data"]["automation"] for m in receiver.messages()} == {"service-health"}
 
@@ -138,26 +83,20 @@ def test_failed_deliveries_retry_with_a_bound_and_never_touch_items(demo_url: st
     failing = Receiver(status=500)
     try:
         before = _items_and_events(demo_url)
-        hooks = {
+        urls = {
             "support-triage": ["http://127.0.0.1:9/closed"],
             "service-health": [failing.url],
         }
+        three = replace(DEFAULT_RETRY, max_attempts=3)
+        settings = hooks(urls, retry=three, backfill=3600)
         t0 = datetime.now(UTC)
-        first = notify_pending(
-            demo_url, SECRET, hooks, "http://x", backfill=3600, max_attempts=3, now=t0
-        )
+        first = notify_pending(demo_url, settings, now=t0)
         assert (first.enqueued, first.retrying) == (7, 7)
-        second = notify_pending(
-            demo_url, SECRET, hooks, "http://x", max_attempts=3, now=t0 + timedelta(seconds=5)
-        )
+        second = notify_pending(demo_url, settings, now=t0 + timedelta(seconds=5))
         assert (second.delivered, second.retrying, second.failed) == (0, 0, 0)  # not due yet
-        third = notify_pending(
-            demo_url, SECRET, hooks, "http://x", max_attempts=3, now=t0 + timedelta(seconds=11)
-        )
+        third = notify_pending(demo_url, settings, now=t0 + timedelta(seconds=11))
         assert third.retrying == 7
-        last = notify_pending(
-            demo_url, SECRET, hooks, "http://x", max_attempts=3, now=t0 + timedelta(seconds=40)
-        )
+        last = notify_pending(demo_url, settings, now=t0 + timedelta(seconds=40))
         assert last.failed == 7
         assert len(failing.received) == 9
         store = open_store(demo_url)
@@ -169,19 +108,19 @@ def test_failed_deliveries_retry_with_a_bound_and_never_touch_items(demo_url: st
         assert {dict(r)["status"] for r in d["notifications"]} == {"failed"}
         errors = {dict(r)["url"]: dict(r)["last_error"] for r in d["notifications"]}
         assert errors[failing.url] == "HTTP 500"
-        assert errors["http://127.0.0.1:9/closed"].startswith("ConnectError")
+        assert errors["http://127.0.0.1:9/closed"].startswith("ConnectionRefusedError")
         assert _items_and_events(demo_url) == before
-        quiet = notify_pending(demo_url, SECRET, hooks, "http://x", now=t0 + timedelta(hours=1))
+        quiet = notify_pending(demo_url, settings, now=t0 + timedelta(hours=1))
         assert (quiet.delivered, quiet.retrying, quiet.failed) == (0, 0, 0)
     finally:
         failing.close()
 
 
 def test_metrics_on_each_store(demo_url: str, receiver: Receiver) -> None:
-    notify_pending(demo_url, SECRET, {"*": [receiver.url]}, "http://x", backfill=3600)
+    notify_pending(demo_url, hooks({"*": [receiver.url]}, backfill=3600))
     store = open_store(demo_url)
     try:
-        text = metrics.render(store, datetime.now(UTC))
+        text = metrics.render(store.insights, datetime.now(UTC))
     finally:
         store.close()
     assert 'stopline_items{state="awaiting_approval",state_class="stop"} 3' in text

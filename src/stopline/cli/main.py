@@ -338,10 +338,15 @@ def _actors(args: argparse.Namespace, store: Store, out: Out) -> int:
 
 def cmd_run(args: argparse.Namespace, store: Store, out: Out) -> int:
     from ..runtime.loader import AppLoadError
+    from ..runtime.notifier import NotifySettings, NotifySettingsError
     from ..runtime.runner import run
 
     if args.workers < 1:
         raise UsageError("--workers must be at least 1")
+    try:
+        notify = NotifySettings.from_env()  # STOPLINE_WEBHOOKS and its companions
+    except NotifySettingsError as exc:
+        raise UsageError(str(exc)) from exc
     store.close()
     try:
         summary = run(
@@ -350,6 +355,7 @@ def cmd_run(args: argparse.Namespace, store: Store, out: Out) -> int:
             once=args.once,
             workers=args.workers,
             linger=args.linger,
+            notify=notify,
         )
     except (AppLoadError, InvalidName) as exc:  # InvalidName: an actor to seed looks like one
         raise UsageError(str(exc)) from exc
@@ -423,6 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--linger", type=float, default=3.0, help=argparse.SUPPRESS)
 
     p = add("run", cmd_run, "run workers and the scheduler for the automations in APP")
+    p.epilog = "With STOPLINE_WEBHOOKS set, the webhook notifier runs too (docs/webhooks.md)."
     p.add_argument("app", metavar="APP", help="module:attribute or path/to/file.py:attribute")
     p.add_argument("--once", action="store_true", help="run until nothing is due, then exit")
     p.add_argument(

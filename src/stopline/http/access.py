@@ -15,7 +15,6 @@ from ..core.policy import PUBLISH
 from ..core.records import Actor
 from ..core.step import OPERATOR
 from ..store import Store
-from .sql import automation_names
 
 MAX_TOKEN = 512
 
@@ -39,7 +38,7 @@ def authenticate(controller: Controller, header: str | None) -> Actor | None:
 def command_roles(store: Store, names: Iterable[str] | None = None) -> frozenset[str]:
     """Every role that gives a right to some command under the registered policies."""
     roles = {OPERATOR}
-    for name in automation_names(store) if names is None else names:
+    for name in store.insights.automation_names() if names is None else names:
         policy = store.policy(name)
         if policy is None:
             continue

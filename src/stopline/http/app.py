@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -19,13 +18,13 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ..runtime.notifier import DEFAULT_BASE_URL, NotifierFailed, NotifierThread
 from ..store import open_store
 from ..web.routes import routes as web_routes
 from . import metrics
 from .api import error
 from .api import routes as api_routes
 from .limits import Guard
-from .notify import notify_pending
 from .openapi import document
 from .settings import Settings
 from .state import Shared, shared
@@ -39,7 +38,7 @@ async def openapi_endpoint(request: Request) -> Response:
 
 async def metrics_endpoint(request: Request) -> Response:
     s = shared(request)
-    text = await run_in_threadpool(metrics.render, s.store, s.now())
+    text = await run_in_threadpool(metrics.render, s.store.insights, s.now())
     return PlainTextResponse(text, media_type=metrics.CONTENT_TYPE)
 
 
@@ -60,16 +59,6 @@ async def server_error(request: Request, exc: Exception) -> Response:
     return HTMLResponse("<h1>Internal error</h1>", status_code=500)
 
 
-def _notifier(url: str, settings: Settings, stop: threading.Event) -> None:
-    base = settings.base_url or "http://127.0.0.1:8420"
-    while not stop.is_set():
-        try:
-            notify_pending(url, settings.webhook_secret or "", settings.webhooks, base)
-        except Exception:  # a failed notification never stops the server or an item
-            log.exception("webhook round failed")
-        stop.wait(settings.notify_interval)
-
-
 def create_app(
     url: str,
     *,
@@ -88,24 +77,25 @@ def create_app(
     if secret:
         changes["secret"] = secret
     options = replace(base, **changes)
+    notify = options.notify_settings(DEFAULT_BASE_URL)
     store = open_store(url, migrate=False)
-    stop = threading.Event()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        worker = None
-        if options.webhooks and options.webhook_secret:
-            worker = threading.Thread(
-                target=_notifier, args=(url, options, stop), daemon=True, name="stopline-notify"
-            )
-            worker.start()
+        notifier = None
+        if notify is not None:  # the runtime's notifier, on a store of its own
+            notifier = NotifierThread(url, notify)
+            await run_in_threadpool(notifier.start)
         try:
             yield
         finally:
-            stop.set()
-            if worker is not None:
-                worker.join(timeout=10)
-            store.close()
+            try:
+                if notifier is not None:
+                    await run_in_threadpool(notifier.stop)
+            except NotifierFailed as exc:
+                log.error("%s", exc)  # logged with its traceback when it happened
+            finally:
+                store.close()
 
     static = resources.files("stopline.web").joinpath("static")
     app = Starlette(

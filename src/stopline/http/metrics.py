@@ -6,33 +6,16 @@ never an item id, key or automation name.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
 from ..core.states import STOP_STATES, State
-from ..store import Store
-from .sql import SQL
+from ..store import Insights
+from ..store.outbox import STATUSES
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-
-_ATTEMPTS = {
-    "sqlite": "SELECT json_extract(a.value, '$.outcome') AS outcome, COUNT(*) AS n"
-    " FROM items, json_each(items.attempt_log) AS a GROUP BY outcome",
-    "postgres": "SELECT a.value->>'outcome' AS outcome, COUNT(*) AS n FROM items"
-    " CROSS JOIN LATERAL jsonb_array_elements(CAST(items.attempt_log AS jsonb)) AS a(value) GROUP BY outcome",
-}
-_EVENTS = (
-    "SELECT command, from_state, to_state, CAST(reasons AS TEXT) AS reasons, COUNT(*) AS n"
-    " FROM events GROUP BY command, from_state, to_state, CAST(reasons AS TEXT)"
-)
-_REFUSALS = (
-    "SELECT command, CAST(reasons AS TEXT) AS reasons, COUNT(*) AS n FROM refusals"
-    " GROUP BY command, CAST(reasons AS TEXT)"
-)
-_NOTIFICATIONS = "SELECT status, COUNT(*) AS n FROM notifications GROUP BY status"
 
 
 def _label(value: Any) -> str:
@@ -57,27 +40,27 @@ class Family:
         return "\n".join(lines)
 
 
-def _items(store: Store, now: datetime) -> list[Family]:
+def _items(insights: Insights, now: datetime) -> list[Family]:
     by_state = Family("stopline_items", "gauge", "Items by state.")
     oldest = Family(
         "stopline_stopped_oldest_age_seconds",
         "gauge",
         "Age of the oldest item in each stop state (0 when none), since its last change.",
     )
-    counts = {row["state"]: row for row in store.count_by_state()}
+    counts = {row.state: row for row in insights.count_by_state()}
     for state in State:
         row = counts.get(state.value)
         by_state.add(
-            int(row["count"]) if row else 0, state=state.value, state_class=state.state_class.value
+            row.count if row else 0, state=state.value, state_class=state.state_class.value
         )
     for state in sorted(STOP_STATES):
         row = counts.get(state.value)
-        age = (now - row["oldest"]).total_seconds() if row and row["oldest"] else 0.0
+        age = (now - row.oldest).total_seconds() if row and row.oldest else 0.0
         oldest.add(round(max(age, 0.0), 3), state=state.value)
     return [by_state, oldest]
 
 
-def _events(sql: SQL) -> list[Family]:
+def _events(insights: Insights) -> list[Family]:
     applied = Family(
         "stopline_decisions_total",
         "counter",
@@ -109,11 +92,10 @@ def _events(sql: SQL) -> list[Family]:
     exhausted = delivered = mismatched = 0
     done: Counter[str] = Counter()
     revised: Counter[str] = Counter()
-    for row in sql.rows(_EVENTS):
-        n = int(row["n"])
-        command, to_state, from_state = row["command"], row["to_state"], row["from_state"]
+    for row in insights.transition_counts():
+        n, codes = row.count, row.reasons
+        command, to_state, from_state = row.command, row.to_state, row.from_state
         by_command[command] += n
-        codes = json.loads(row["reasons"] or "[]")
         for code in codes:
             by_reason[(command, code)] += n
         if to_state == State.EXHAUSTED and from_state != State.EXHAUSTED:
@@ -136,10 +118,10 @@ def _events(sql: SQL) -> list[Family]:
         reasons.add(n, kind="applied", command=command, reason=code)
     refused: Counter[str] = Counter()
     refused_reasons: Counter[tuple[str, str]] = Counter()
-    for row in sql.rows(_REFUSALS):
-        refused[row["command"]] += int(row["n"])
-        for code in json.loads(row["reasons"] or "[]"):
-            refused_reasons[(row["command"], code)] += int(row["n"])
+    for refusal in insights.refusal_counts():
+        refused[refusal.command] += refusal.count
+        for code in refusal.reasons:
+            refused_reasons[(refusal.command, code)] += refusal.count
     for command, n in sorted(refused.items()):
         applied.add(n, kind="refused", command=command)
     for (command, code), n in sorted(refused_reasons.items()):
@@ -154,37 +136,32 @@ def _events(sql: SQL) -> list[Family]:
     return [applied, reasons, exhaustions, deliveries, mismatches, revisions]
 
 
-def _attempts(sql: SQL) -> Family:
+def _attempts(insights: Insights) -> Family:
     family = Family(
         "stopline_attempts_total", "counter", "Attempts of work steps, by how they ended."
     )
-    for row in sql.rows(_ATTEMPTS[sql.dialect]):
-        family.add(int(row["n"]), outcome=row["outcome"] or "unknown")
+    for outcome, n in sorted(insights.attempt_outcomes().items(), key=lambda kv: kv[0] or ""):
+        family.add(n, outcome=outcome or "unknown")
     return family
 
 
-def _notifications(sql: SQL) -> Family:
+def _notifications(insights: Insights) -> Family:
     family = Family(
         "stopline_notifications",
         "gauge",
         "Webhook notifications in the outbox, by status.",
     )
-    try:
-        rows = sql.rows(_NOTIFICATIONS)
-    except Exception:  # the outbox table exists once webhooks were first used
-        rows = []
-    counts = {r["status"]: int(r["n"]) for r in rows}
-    for status in ("pending", "delivered", "failed"):
+    counts = insights.notification_counts()
+    for status in STATUSES:
         family.add(counts.get(status, 0), status=status)
     return family
 
 
-def render(store: Store, now: datetime) -> str:
-    sql = SQL(store)
+def render(insights: Insights, now: datetime) -> str:
     families: Iterable[Family] = [
-        *_items(store, now),
-        *_events(sql),
-        _attempts(sql),
-        _notifications(sql),
+        *_items(insights, now),
+        *_events(insights),
+        _attempts(insights),
+        _notifications(insights),
     ]
     return "\n".join(f.render() for f in families) + "\n"

@@ -49,8 +49,10 @@ def serve(args: argparse.Namespace, url: str) -> int:
             f"refusing to listen on {host}: beyond loopback, set STOPLINE_SECRET (a long random "
             "session secret) or STOPLINE_TRUST_PROXY_HEADER (a header your proxy sets)"
         )
-    if settings.webhooks and not settings.webhook_secret:
-        return _fail("STOPLINE_WEBHOOKS needs STOPLINE_WEBHOOK_SECRET (whsec_<base64>)")
+    try:
+        settings.notify_settings(f"http://{host}:{port}")  # refused here, not in the thread
+    except SettingsError as exc:
+        return _fail(str(exc))
     try:
         store = open_store(url, migrate=False, check=False)
         try:

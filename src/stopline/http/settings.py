@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from ..runtime.notifier import (
+    NotifySettings,
+    NotifySettingsError,
+    parse_webhook_urls,
+    positive_number,
+)
 
 MAX_BODY = 64 * 1024
 DAY = 86400.0
@@ -20,38 +26,18 @@ def _flag(value: str | None) -> bool:
 
 
 def _number(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name)
-    if raw is None or not raw.strip():
-        return default
     try:
-        value = float(raw)
-    except ValueError as exc:
-        raise SettingsError(f"{name} must be a number, not {raw!r}") from exc
-    if value <= 0:
-        raise SettingsError(f"{name} must be positive")
-    return value
+        return positive_number(env, name, default)
+    except NotifySettingsError as exc:
+        raise SettingsError(str(exc)) from exc
 
 
 def parse_webhooks(text: str | None) -> dict[str, tuple[str, ...]]:
     """``{"automation": ["https://..."], "*": [...]}`` (``*``: every automation)."""
-    if not text or not text.strip():
-        return {}
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SettingsError(f"STOPLINE_WEBHOOKS is not valid JSON: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise SettingsError("STOPLINE_WEBHOOKS must be a JSON object of automation -> URLs")
-    out: dict[str, tuple[str, ...]] = {}
-    for name, urls in doc.items():
-        if isinstance(urls, str):
-            urls = [urls]
-        if not isinstance(urls, list) or not all(
-            isinstance(u, str) and u.startswith(("http://", "https://")) for u in urls
-        ):
-            raise SettingsError(f"STOPLINE_WEBHOOKS[{name!r}] must be a list of http(s) URLs")
-        out[str(name)] = tuple(urls)
-    return out
+        return parse_webhook_urls(text)
+    except NotifySettingsError as exc:
+        raise SettingsError(str(exc)) from exc
 
 
 @dataclass(frozen=True)
@@ -89,6 +75,20 @@ class Settings:
             webhook_secret=e.get("STOPLINE_WEBHOOK_SECRET") or None,
             notify_interval=_number(e, "STOPLINE_NOTIFY_INTERVAL", 5.0),
         )
+
+    def notify_settings(self, default_base_url: str) -> NotifySettings | None:
+        """The webhook notifier's settings (``None`` when no webhook is configured)."""
+        if not self.webhooks:
+            return None
+        try:
+            return NotifySettings(
+                webhooks=self.webhooks,
+                secret=self.webhook_secret or "",
+                base_url=self.base_url or default_base_url,
+                interval=self.notify_interval,
+            )
+        except NotifySettingsError as exc:
+            raise SettingsError(str(exc)) from exc
 
     @property
     def authenticated_beyond_loopback(self) -> bool:

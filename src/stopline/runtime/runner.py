@@ -16,6 +16,7 @@ from ..store import open_store
 from ..store.errors import connection_errors
 from .automation import App
 from .loader import load_app
+from .notifier import NotifySettings, hosted
 from .scheduler import Scheduler
 from .worker import Worker
 
@@ -106,9 +107,23 @@ def run(
     once: bool = False,
     workers: int = 1,
     linger: float = 5.0,
+    notify: NotifySettings | None = None,
 ) -> RunSummary:
     """Serve ``spec``'s automations. Extra workers are separate processes (``spec`` must then
-    be an importable ``module:attribute`` or file path)."""
+    be an importable ``module:attribute`` or file path). With ``notify``, the webhook notifier
+    runs beside them (with ``once``, it runs one last round before this returns)."""
+    with hosted(url, notify, flush=once):
+        return _run(spec, url, once=once, workers=workers, linger=linger)
+
+
+def _run(
+    spec: str | App,
+    url: str,
+    *,
+    once: bool = False,
+    workers: int = 1,
+    linger: float = 5.0,
+) -> RunSummary:
     app = load_app(spec) if isinstance(spec, str) else spec
     store = open_store(url)
     scheduler = Scheduler(store, app)

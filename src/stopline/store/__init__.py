@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 from .errors import SchemaMismatch, StoreError, UnsupportedURL
+from .insights import Insights
+from .outbox import Outbox
 from .protocol import Store
 
 DEFAULT_URL = "sqlite:///stopline.db"
@@ -50,6 +52,8 @@ def open_store(url: str | None = None, *, migrate: bool = True, check: bool = Tr
 __all__ = [
     "DEFAULT_URL",
     "ENV_URL",
+    "Insights",
+    "Outbox",
     "SchemaMismatch",
     "Store",
     "StoreError",

@@ -31,6 +31,8 @@ from ..core.registry import (
 )
 from ..core.states import State
 from .errors import SchemaMismatch, StoreError
+from .insights import SQLInsights
+from .outbox import SQLOutbox
 from .queries import load, migrations
 
 Row = Mapping[str, Any]
@@ -48,6 +50,8 @@ class SQLStore(ABC):
         self.url = url
         self.q = load(self.dialect, self.pyformat)
         self._migrations = migrations(self.dialect)
+        self.insights = SQLInsights(self)  # the ports beside the items-and-events protocol
+        self.outbox = SQLOutbox(self)
 
     # --- what a dialect provides ---------------------------------------------------------
 

@@ -15,6 +15,8 @@ from ..core.ledger import LedgerEntry
 from ..core.policy import Policy
 from ..core.records import Actor, Event, Item
 from ..core.registry import Registry
+from .insights import Insights
+from .outbox import Outbox
 
 
 class Store(Protocol):
@@ -22,6 +24,17 @@ class Store(Protocol):
     dialect: str
 
     def close(self) -> None: ...
+
+    # the other ports of the same database
+    @property
+    def insights(self) -> Insights:
+        """Aggregates and listings for metrics, the inbox and the API."""
+        ...
+
+    @property
+    def outbox(self) -> Outbox:
+        """The notification outbox."""
+        ...
 
     # schema
     def migrate(self) -> list[int]:

@@ -1,25 +1,52 @@
-"""Named SQL queries loaded from ``sql/<dialect>/queries.sql`` (``-- name: x`` blocks)."""
+"""Named SQL queries (``-- name: x`` blocks) loaded from the package's ``sql/`` folder.
+
+A query file ``<file>.sql`` may exist in ``sql/common/`` (the statements that read the same in
+both dialects, written once) and in ``sql/<dialect>/`` (those that differ). A name defined in
+both is an error: every statement has exactly one source.
+"""
 
 from __future__ import annotations
 
 import re
 from importlib import resources
 
+from .errors import StoreError
+
+COMMON = "common"
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 _PARAM = re.compile(r"(?<![:\w]):(\w+)")
 
 
-def load(dialect: str, pyformat: bool = False) -> dict[str, str]:
-    text = resources.files(__package__).joinpath("sql", dialect, "queries.sql").read_text("utf-8")
+def _parse(text: str, pyformat: bool) -> dict[str, str]:
     parts = _NAME.split(text)
     queries: dict[str, str] = {}
     for name, body in zip(parts[1::2], parts[2::2], strict=True):
+        if name in queries:
+            raise StoreError(f"query {name!r} is defined twice in one file")
         sql = "\n".join(line for line in body.splitlines() if not line.strip().startswith("--"))
         sql = sql.strip().rstrip(";")
         if pyformat:
             sql = _PARAM.sub(r"%(\1)s", sql.replace("%", "%%"))
         queries[name] = sql
     return queries
+
+
+def load(dialect: str, pyformat: bool = False, file: str = "queries") -> dict[str, str]:
+    """The named queries of ``sql/common/<file>.sql`` and ``sql/<dialect>/<file>.sql``."""
+    root = resources.files(__package__).joinpath("sql")
+    found: dict[str, str] = {}
+    for folder in (COMMON, dialect):
+        entry = root.joinpath(folder, f"{file}.sql")
+        if not entry.is_file():
+            continue
+        queries = _parse(entry.read_text("utf-8"), pyformat)
+        twice = sorted(found.keys() & queries.keys())
+        if twice:
+            raise StoreError(f"{file}.sql: {twice} defined in both common and {dialect}")
+        found.update(queries)
+    if not found:
+        raise StoreError(f"no queries named {file!r} for the {dialect} store")
+    return found
 
 
 def migrations(dialect: str) -> list[tuple[int, str, str]]:

@@ -10,7 +10,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..core.states import STOP_STATES
-from ..http.sql import automation_names
 from ..http.state import Shared
 from . import present
 from .page import visit
@@ -65,7 +64,7 @@ async def inbox(request: Request) -> Response:
             query="",
         )
     rows = await run_in_threadpool(_rows, v.s, f)
-    names = await run_in_threadpool(automation_names, v.s.store)
+    names = await run_in_threadpool(v.s.store.insights.automation_names)
     return v.render(
         "inbox.html",
         groups=present.groups(rows, f["sort"] == "newest"),

@@ -1,5 +1,5 @@
 -- The notification outbox: signed webhooks sent when an item enters a stop state or a
--- revision fails (stopline.http.notify). Times are RFC 3339 UTC text. A notification never
+-- revision fails (stopline.runtime.notifier). Times are RFC 3339 UTC text. A notification never
 -- touches an item: these tables are apart from the item's history.
 
 CREATE TABLE notify_cursor (
