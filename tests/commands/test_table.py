@@ -74,7 +74,8 @@ def _entry(**changes: object) -> Entry:
     ("entry", "problem"),
     [
         (_entry(command=core.Reinspect), "builds Reinspect"),
-        (_entry(fields=()), "never fills Close.reason"),
+        (_entry(fields=()), "may leave Close.reason unfilled"),
+        (_entry(fields=(dataclasses.replace(REASON_FIELD, required=False),)), "unfilled"),
         (_entry(fields=(REASON_FIELD, Field("why", Type.TEXT, "?"))), "not a field of Close"),
         (_entry(fields=(Field("actor", Type.TEXT, "who"), REASON_FIELD)), "not a field"),
         (_entry(form=None), "without a form"),

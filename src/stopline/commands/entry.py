@@ -165,14 +165,15 @@ def _problems(entry: Entry) -> Iterable[str]:
             yield f"{entry.name}.{f.name} takes a reserved flag {f.cli_flag}"
         if Shell.WEB in entry.shells and f.bound is None and not f.web.label:
             yield f"{entry.name}.{f.name} has no label for its form"
-    given = {f.core_name for f in entry.fields} | ({"actor"} if entry.takes_actor else set())
+    given = {f.core_name for f in entry.fields if f.required}
+    given |= {"actor"} if entry.takes_actor else set()
     for name, declared in core_fields.items():
         no_default = (
             declared.default is dataclasses.MISSING
             and declared.default_factory is dataclasses.MISSING
         )
         if no_default and name not in given:
-            yield f"{entry.name} never fills {entry.command.__name__}.{name}"
+            yield f"{entry.name} may leave {entry.command.__name__}.{name} unfilled"
     if Shell.WEB in entry.shells and entry.form is None:
         yield f"{entry.name} is offered on the web without a form"
 
