@@ -141,3 +141,39 @@ def test_only_the_store_holds_sql_or_opens_a_connection() -> None:
                 if name.split(".")[0] in DRIVERS:
                     found.append(f"{module}:{node.lineno} imports {name}")
     assert found == []
+
+
+def _module_of(level: int, module: str, path: Path) -> str:
+    """The absolute ``stopline.…`` name of an import written in ``path``."""
+    if level == 0:
+        return module
+    package = path.parent.relative_to(SRC.parent).parts
+    base = package[: len(package) - (level - 1)]
+    return ".".join([*base, module] if module else base)
+
+
+def test_the_command_layer_never_imports_a_shell() -> None:
+    """commands/ (the table between the core and the shells) imports no cli, http or web."""
+    for path in (SRC / "commands").rglob("*.py"):
+        for level, module in imports(path):
+            name = _module_of(level, module, path)
+            assert name.split(".")[:2] not in (
+                ["stopline", "cli"],
+                ["stopline", "http"],
+                ["stopline", "web"],
+            ), f"commands/{path.name} imports {name}"
+
+
+def test_the_shells_build_core_commands_only_through_the_command_table() -> None:
+    """No module of cli/, http/ or web/ imports core.commands: every people's command a shell
+    gives is built by its table entry."""
+    for shell in ("cli", "http", "web"):
+        for path in (SRC / shell).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                names: list[str] = []
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    base = _module_of(node.level, node.module or "", path)
+                    names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+                assert "stopline.core.commands" not in names, f"{shell}/{path.name}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .commands.hints import next_commands as hints
 from .core.canonical import format_time, to_plain
 from .core.delivery import readback_verified
 from .core.records import Event, Item
@@ -161,38 +162,5 @@ def why(item: Item) -> str:
 
 
 def next_commands(item: Item) -> list[str]:
-    """The commands a person would type next (ACTOR and REASON to fill in)."""
-    i = item.id
-    d = item.data
-    state = item.state
-    if state is S.AWAITING_APPROVAL and d.get("proposal"):
-        digest = d["proposal"]["digest"]
-        return [
-            f"stopline approve {i} --proposal {digest} --actor ACTOR",
-            f'stopline reject {i} --actor ACTOR --reason "REASON" [--return]',
-        ]
-    if state is S.READY_FOR_REVIEW:
-        return [f"stopline acknowledge {i} --actor ACTOR"]
-    if state is S.EXCEPTION:
-        return [f'stopline resolve {i} --actor ACTOR --reason "REASON" [--input JSON]']
-    if state is S.EXHAUSTED:
-        return [f'stopline resume {i} --actor ACTOR --reason "REASON" [--attempts N]']
-    if state is S.REVISION_FAILED and d.get("revision"):
-        r = d["revision"]
-        scope = " ".join(f"--artifact {k}" for k in r.get("scope", ()))
-        return [
-            f'stopline revise {i} --actor ACTOR --reason "{r.get("reason", "")}" {scope}',
-            f"stopline reconcile {i} --artifact KEY --actor ACTOR",
-        ]
-    if state in (S.COMPLETED, S.REVISION_COMPLETED):
-        keys = " ".join(f"--artifact {a['key']}" for a in d.get("artifacts", ()))
-        out = []
-        packet = d.get("review_packet")
-        if packet and not packet.get("void"):
-            out.append(
-                f"stopline review {i} --packet {packet['digest']} --verdict approve --actor ACTOR"
-            )
-        if keys:
-            out.append(f'stopline revise {i} --actor ACTOR --reason "REASON" {keys}')
-        return out
-    return []
+    """The commands a person would type next (ACTOR and REASON to fill in), from the table."""
+    return hints(item)

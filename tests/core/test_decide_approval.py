@@ -262,7 +262,9 @@ def test_a_policy_may_let_returners_approve() -> None:
     it is recorded in the proposal, so the digest binds it."""
     h = Harness(
         policy=Policy(
-            approval=ApprovalPolicy(default=ApprovalRule((APPROVER,), 1, returners_may_approve=True))
+            approval=ApprovalPolicy(
+                default=ApprovalRule((APPROVER,), 1, returners_may_approve=True)
+            )
         )
     )
     h.to_awaiting()

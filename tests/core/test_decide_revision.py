@@ -108,7 +108,10 @@ def test_revise_opens_a_bound_revision(h: Harness) -> None:
     assert h.it.doc("review_packet")["void"] is True
     assert h.it.doc("review") is None and h.it.doc("previous_review")["verdict"] == "reject"
     assert [record(h, k)["remote_id"] for k in "ab"] == [rid("a"), rid("b")]
-    assert bound_digests(d.event) == {"request": revision["request_digest"], "voided_packet": packet}
+    assert bound_digests(d.event) == {
+        "request": revision["request_digest"],
+        "voided_packet": packet,
+    }
     assert h.it.attempts == 0 and h.it.lease_owner is None
 
 

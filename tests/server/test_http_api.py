@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from stopline.http.commands import COMMANDS
+from stopline.commands.table import COMMANDS
 
 from .conftest import Demo, add_tokens
 from .httphelp import Server, nothing_written

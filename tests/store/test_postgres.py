@@ -67,7 +67,9 @@ def test_concurrent_migrators_apply_each_migration_once(blank_postgres_url: str)
     # Migrations are applied one by one, each under the lock: which host applies which one is
     # a race, but every migration is applied exactly once.
     assert len(results) == 4
-    assert sorted(v for applied in results for v in applied) == [v for v, _, _ in migrations("postgres")]
+    assert sorted(v for applied in results for v in applied) == [
+        v for v, _, _ in migrations("postgres")
+    ]
     store = open_store(blank_postgres_url, migrate=False)  # the schema check passes
     store.close()
 

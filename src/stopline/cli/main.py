@@ -22,12 +22,10 @@ from ..store import ENV_URL, Store, StoreError, database_url, open_store
 from ..verification import verify_store
 from ..views import event_view, item_view, next_commands, summary_view, why
 from . import render
+from .errors import UsageError
+from .item_commands import add_item_commands
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 3
-
-
-class UsageError(Exception):
-    """Malformed input: exit 2, nothing written."""
 
 
 class Out:
@@ -47,19 +45,6 @@ class Out:
                     text += "\nnext:\n  " + "\n  ".join(hints)
         self.doc(decision.to_plain(), text)
         return EXIT_REFUSED if decision.outcome is Outcome.REFUSED else EXIT_OK
-
-
-def _json_arg(text: str, what: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{what} is not valid JSON: {exc}") from exc
-
-
-def _nonempty(value: str) -> str:
-    if not value.strip():
-        raise argparse.ArgumentTypeError("must not be empty")
-    return value
 
 
 # --- commands -----------------------------------------------------------------------------
@@ -128,122 +113,6 @@ def cmd_history(args: argparse.Namespace, store: Store, out: Out) -> int:
     text = render.table(rows, ["SEQ", "AT", "COMMAND", "TRANSITION", "BY", "REASONS"])
     out.doc({"item": item.id, "events": [event_view(e) for e in events]}, text)
     return EXIT_OK
-
-
-def _decide(
-    fn: Callable[[Controller, argparse.Namespace], Decision],
-) -> Callable[[argparse.Namespace, Store, Out], int]:
-    def run(args: argparse.Namespace, store: Store, out: Out) -> int:
-        controller = Controller(store)
-        return out.decision(fn(controller, args), controller)
-
-    return run
-
-
-def _key(args: argparse.Namespace) -> str | None:
-    key: str | None = args.idempotency_key
-    if key is not None and not key.strip():
-        raise UsageError("--idempotency-key must not be empty")
-    return key
-
-
-cmd_approve = _decide(
-    lambda c, a: c.approve(a.item, proposal=a.proposal, actor=a.actor, idempotency_key=_key(a))
-)
-cmd_reject = _decide(
-    lambda c, a: c.reject(
-        a.item,
-        actor=a.actor,
-        reason=a.reason,
-        send_back=a.send_back,
-        proposal=a.proposal,
-        idempotency_key=_key(a),
-    )
-)
-cmd_reinspect = _decide(
-    lambda c, a: c.reinspect(a.item, actor=a.actor, reason=a.reason, idempotency_key=_key(a))
-)
-cmd_acknowledge = _decide(
-    lambda c, a: c.acknowledge(a.item, actor=a.actor, reason=a.reason, idempotency_key=_key(a))
-)
-cmd_resume = _decide(
-    lambda c, a: c.resume(
-        a.item, actor=a.actor, reason=a.reason, attempts=a.attempts, idempotency_key=_key(a)
-    )
-)
-cmd_close = _decide(
-    lambda c, a: c.close(a.item, actor=a.actor, reason=a.reason, idempotency_key=_key(a))
-)
-cmd_finalize = _decide(lambda c, a: c.finalize(a.item, idempotency_key=_key(a)))
-cmd_revise = _decide(
-    lambda c, a: c.revise(
-        a.item, actor=a.actor, reason=a.reason, artifacts=a.artifact, idempotency_key=_key(a)
-    )
-)
-cmd_review = _decide(
-    lambda c, a: c.review(
-        a.item,
-        packet=a.packet,
-        verdict=a.verdict,
-        actor=a.actor,
-        reason=a.reason,
-        idempotency_key=_key(a),
-    )
-)
-
-
-def cmd_resolve(args: argparse.Namespace, store: Store, out: Out) -> int:
-    data = _json_arg(args.input, "--input") if args.input else {}
-    if not isinstance(data, dict):
-        raise UsageError("--input must be a JSON object")
-    controller = Controller(store)
-    decision = controller.resolve(
-        args.item, actor=args.actor, reason=args.reason, input=data, idempotency_key=_key(args)
-    )
-    return out.decision(decision, controller)
-
-
-def cmd_edit(args: argparse.Namespace, store: Store, out: Out) -> int:
-    params = _json_arg(args.params, "--params")
-    if not isinstance(params, dict):
-        raise UsageError("--params must be a JSON object")
-    controller = Controller(store)
-    return out.decision(
-        controller.edit(args.item, actor=args.actor, params=params, idempotency_key=_key(args)),
-        controller,
-    )
-
-
-def cmd_publish(args: argparse.Namespace, store: Store, out: Out) -> int:
-    from ..runtime.operations import publish
-
-    controller = Controller(store)
-    return out.decision(
-        publish(
-            controller,
-            args.item,
-            packet=args.packet,
-            actor=args.actor,
-            app_spec=args.app,
-            idempotency_key=_key(args),
-        ),
-        controller,
-    )
-
-
-def cmd_reconcile(args: argparse.Namespace, store: Store, out: Out) -> int:
-    from ..runtime.operations import reconcile
-
-    controller = Controller(store)
-    decision = reconcile(
-        controller,
-        args.item,
-        key=args.artifact,
-        actor=args.actor,
-        app_spec=args.app,
-        idempotency_key=_key(args),
-    )
-    return out.decision(decision, controller)
 
 
 def cmd_verify(args: argparse.Namespace, store: Store, out: Out) -> int:
@@ -457,96 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = add(name, fn, help)
         p.add_argument("item", metavar="ITEM", help="item id or AUTOMATION/KEY")
 
-    def item_cmd(
-        name: str, fn: Callable[..., int], help: str, *, actor: bool = True, reason: bool = False
-    ) -> argparse.ArgumentParser:
-        p = add(name, fn, help, [keyed])
-        p.add_argument("item", metavar="ITEM", help="item id or AUTOMATION/KEY")
-        if actor:
-            p.add_argument(
-                "--actor",
-                required=True,
-                type=_nonempty,
-                help="who acts (checked against the actor registry)",
-            )
-        if reason:
-            p.add_argument(
-                "--reason", required=True, type=_nonempty, help="why (recorded in the history)"
-            )
-        return p
-
-    p = item_cmd("approve", cmd_approve, "approve exactly one proposal digest")
-    p.add_argument(
-        "--proposal", required=True, metavar="DIGEST", help="the digest shown by `stopline show`"
-    )
-    p = item_cmd(
-        "reject", cmd_reject, "close without action, or --return to propose again", reason=True
-    )
-    p.add_argument(
-        "--return", dest="send_back", action="store_true", help="send back to be proposed again"
-    )
-    p.add_argument("--proposal", metavar="DIGEST", help="bind the rejection to this digest")
-    item_cmd("reinspect", cmd_reinspect, "back to observing for fresh evidence", reason=True)
-    p = item_cmd("acknowledge", cmd_acknowledge, "ready_for_review -> closed")
-    p.add_argument("--reason", default="", help="optional note")
-    p = item_cmd(
-        "resolve", cmd_resolve, "exception -> observing, with corrective input", reason=True
-    )
-    p.add_argument("--input", metavar="JSON", help="corrective input handed to the observe hook")
-    p = item_cmd(
-        "resume", cmd_resume, "exhausted -> its work state with a new, recorded budget", reason=True
-    )
-    p.add_argument("--attempts", type=int, help="attempts granted (capped by the policy)")
-    item_cmd("close", cmd_close, "any stop state -> closed", reason=True)
-    item_cmd(
-        "finalize",
-        cmd_finalize,
-        "idempotent completion check: zero_write on a completed item",
-        actor=False,
-    )
-    p = item_cmd(
-        "revise",
-        cmd_revise,
-        "open (or resume, with the same request) a revision of a completed delivery",
-        reason=True,
-    )
-    p.add_argument(
-        "--artifact",
-        required=True,
-        action="append",
-        metavar="KEY",
-        help="an artifact in scope (repeat)",
-    )
-    p = item_cmd(
-        "edit", cmd_edit, "edit the proposal: a new digest, every approval of the old one void"
-    )
-    p.add_argument("--params", required=True, metavar="JSON", help="the new parameters")
-    p = item_cmd("review", cmd_review, "a verdict on a delivered review packet")
-    p.add_argument("--packet", required=True, metavar="DIGEST")
-    p.add_argument("--verdict", required=True, choices=["approve", "reject"])
-    p.add_argument("--reason", default="")
-    p = item_cmd(
-        "publish", cmd_publish, "publish an approved review packet (delivery mode publish)"
-    )
-    p.add_argument("--packet", required=True, metavar="DIGEST")
-    p.add_argument(
-        "--app",
-        metavar="APP",
-        help="the automations (for the target); env STOPLINE_APP",
-        default=os.environ.get("STOPLINE_APP"),
-    )
-    p = item_cmd(
-        "reconcile",
-        cmd_reconcile,
-        "find a remote object by its key, verify it by readback and bind it; never creates",
-    )
-    p.add_argument("--artifact", required=True, metavar="KEY")
-    p.add_argument(
-        "--app",
-        metavar="APP",
-        help="the automations (for the target); env STOPLINE_APP",
-        default=os.environ.get("STOPLINE_APP"),
-    )
+    add_item_commands(add, keyed)
 
     p = add("actors", cmd_actors, "the actor registry")
     asub = p.add_subparsers(dest="actors_command", required=True, metavar="ACTION")

@@ -101,10 +101,15 @@ def decide_resolve(item: Item, command: Resolve, ctx: Context) -> Decision:
     )
 
 
+def resume_target(item: Item) -> State:
+    """The work state ``resume`` returns an exhausted item to: the step that spent its budget."""
+    resume_state = item.doc("resume_state")
+    return State(resume_state) if resume_state in {s.value for s in S} else S.OBSERVING
+
+
 def decide_resume(item: Item, command: Resume, ctx: Context) -> Decision:
     policy = policy_of(ctx)
-    resume_state = item.doc("resume_state")
-    target = State(resume_state) if resume_state in {s.value for s in S} else S.OBSERVING
+    target = resume_target(item)
     reasons = legal(item, Cmd.RESUME, target) + operator_reasons(ctx, command)
     reasons += _reason_required(command.reason)
     retry = policy.retry_for(target.value)

@@ -3,17 +3,19 @@
 The core decides every command (``actor_unknown``, ``actor_not_authorized``, ``self_approval``
 and the rest). This module only answers two questions before a request reaches it: which actor
 sent it (a bearer token, checked by :meth:`Controller.authenticate`), and whether that actor
-holds any role that gives a right to some command; an actor with none is a viewer (403).
+holds any role that gives a right to some command the API offers (the roles of the command
+table's entries, as the core's rights define them); an actor with none is a viewer (403).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..commands.entry import Shell
+from ..commands.table import exposed
 from ..controller import Controller
-from ..core.policy import PUBLISH
 from ..core.records import Actor
-from ..core.step import OPERATOR
+from ..core.rights import roles_with_rights
 from ..store import Store
 
 MAX_TOKEN = 512
@@ -36,18 +38,13 @@ def authenticate(controller: Controller, header: str | None) -> Actor | None:
 
 
 def command_roles(store: Store, names: Iterable[str] | None = None) -> frozenset[str]:
-    """Every role that gives a right to some command under the registered policies."""
-    roles = {OPERATOR}
-    for name in store.insights.automation_names() if names is None else names:
-        policy = store.policy(name)
-        if policy is None:
-            continue
-        for rule in (*policy.approval.rules.values(), policy.approval.default):
-            if rule.approvals > 0:
-                roles.update(rule.roles)
-        if policy.delivery.mode == PUBLISH:
-            roles.update(policy.delivery.publish_roles)
-    return frozenset(roles)
+    """Every role that gives a right to some command of the API under the registered policies."""
+    policies = [
+        store.policy(name)
+        for name in (store.insights.automation_names() if names is None else names)
+    ]
+    authorities = {entry.roles for entry in exposed(Shell.HTTP)}
+    return roles_with_rights(authorities, [p for p in policies if p is not None])
 
 
 def can_command(actor: Actor | None, roles: frozenset[str]) -> bool:

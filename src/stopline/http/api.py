@@ -16,12 +16,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from ..commands.entry import Entry, Shell, check_idempotency_key, execute, validate
+from ..commands.runners import RunOptions
+from ..commands.table import exposed
 from ..core.decision import Decision, Outcome
 from ..core.records import Actor, Item
 from ..core.states import State, StateClass
 from ..views import event_view, item_view, summary_view
 from .access import authenticate
-from .commands import COMMANDS, CommandSpec, Values, check_idempotency_key, execute, validate
 from .state import Shared, shared
 
 STATES = [s.value for s in State]
@@ -196,7 +198,7 @@ def parse_json(raw: bytes) -> tuple[Any, str | None]:
         return None, f"the body is not valid JSON: {str(exc)[:200]}"
 
 
-def command_endpoint(spec: CommandSpec) -> Any:
+def command_endpoint(entry: Entry) -> Any:
     async def endpoint(request: Request) -> Response:
         actor = await _who(request)
         if actor is None:
@@ -212,18 +214,22 @@ def command_endpoint(spec: CommandSpec) -> Any:
         body, problem = parse_json(await request.body())
         if problem:
             return error(422, "invalid_input", problem, [problem])
-        fields, problems = validate(spec, body)
+        fields, problems = validate(entry, body)
         key = request.headers.get("idempotency-key")
         key_problem = check_idempotency_key(key)
+        if key is not None and not entry.idempotent:
+            key_problem = f"{entry.name} takes no Idempotency-Key"
         if key_problem:
             problems.append(key_problem)
         if problems:
             return error(422, "invalid_input", "; ".join(problems), problems)
-        values = Values(actor.name, fields, key, s.settings.app_spec)
-        decision = await run_in_threadpool(execute, s.controller, spec, ref, values)
+        options = RunOptions(key, s.settings.app_spec)
+        decision = await run_in_threadpool(
+            execute, s.controller, entry, ref, actor=actor.name, fields=fields, options=options
+        )
         return decision_response(decision)
 
-    endpoint.__name__ = f"{spec.name}_endpoint"
+    endpoint.__name__ = f"{entry.name}_endpoint"
     return endpoint
 
 
@@ -234,8 +240,8 @@ def routes() -> list[BaseRoute]:
         Route("/api/items/{item}", item_endpoint, methods=["GET"]),
         Route("/api/items/{item}/history", history_endpoint, methods=["GET"]),
     ]
-    for spec in COMMANDS.values():
+    for entry in exposed(Shell.HTTP):
         out.append(
-            Route(f"/api/items/{{item}}/{spec.name}", command_endpoint(spec), methods=["POST"])
+            Route(f"/api/items/{{item}}/{entry.name}", command_endpoint(entry), methods=["POST"])
         )
     return out

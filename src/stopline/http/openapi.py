@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..commands.entry import Entry, Shell
+from ..commands.fields import MAX_KEY
+from ..commands.schema import body_schema
+from ..commands.table import exposed
+from ..core.rights import Authority
 from .api import CLASSES, ITEM_PATTERN, MAX_LIMIT, STATES
-from .commands import COMMANDS, MAX_KEY, body_schema
 
 REF = "#/components/schemas/"
 NULLABLE_STR = {"type": ["string", "null"]}
@@ -308,18 +312,29 @@ def _reads() -> dict[str, Any]:
     }
 
 
-def _command(name: str) -> dict[str, Any]:
-    spec = COMMANDS[name]
+WHO = {
+    Authority.OPERATOR: "an actor with the operator role",
+    Authority.APPROVER: "an actor holding a role the proposal's approval rule requires, "
+    "who is not its proposer or an editor when the rule separates duties",
+    Authority.APPROVER_OR_OPERATOR: "an operator, or an actor holding a role the proposal's "
+    "approval rule requires",
+    Authority.PUBLISHER: "an actor holding a publish role of the automation's delivery policy",
+    Authority.ANYONE: "any actor who may run commands (it never writes)",
+}
+
+
+def _command(entry: Entry) -> dict[str, Any]:
     return {
         "post": {
-            "operationId": name,
-            "summary": spec.summary,
+            "operationId": entry.name,
+            "summary": entry.help[:1].upper() + entry.help[1:],
             "description": "The actor is the authenticated identity; a body field `actor` is "
-            "refused (422). Same command layer as `stopline " + name + "`.",
-            "parameters": [ITEM_PARAM, IDEMPOTENCY_PARAM],
+            f"refused (422). Who may run it: {WHO[entry.roles]}. Same command layer as "
+            f"`stopline {entry.name}`.",
+            "parameters": [ITEM_PARAM, IDEMPOTENCY_PARAM] if entry.idempotent else [ITEM_PARAM],
             "requestBody": {
-                "required": bool(spec.fields),
-                "content": {"application/json": {"schema": body_schema(spec)}},
+                "required": bool(entry.fields),
+                "content": {"application/json": {"schema": body_schema(entry)}},
             },
             "responses": {
                 "200": _json(_ref("Decision"), "applied or zero_write."),
@@ -332,8 +347,8 @@ def _command(name: str) -> dict[str, Any]:
 
 def document() -> dict[str, Any]:
     paths = _reads()
-    for name in COMMANDS:
-        paths[f"/api/items/{{item}}/{name}"] = _command(name)
+    for entry in exposed(Shell.HTTP):
+        paths[f"/api/items/{{item}}/{entry.name}"] = _command(entry)
     return {
         "openapi": "3.1.0",
         "info": {

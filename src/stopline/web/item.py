@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import urlencode
 
@@ -11,13 +10,18 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ..commands.entry import Entry, Shell, execute, validate
+from ..commands.fields import ABSENT, from_text
+from ..commands.runners import RunOptions
+from ..commands.table import exposed
 from ..core.decision import Outcome
 from ..http.api import ITEM_RE
-from ..http.commands import COMMANDS, CommandSpec, Values, execute, validate
 from . import present
 from .inbox import filters, query_string
 from .page import Visit, form_text, visit
 from .session import csrf_ok
+
+WEB_COMMANDS = {entry.name: entry for entry in exposed(Shell.WEB)}
 
 
 def _page_model(v: Visit, ref: str) -> dict[str, Any] | None:
@@ -45,7 +49,7 @@ async def item_page(request: Request) -> Response:
     done = request.query_params.get("done", "")
     outcome = request.query_params.get("outcome", "")
     flash = None
-    if done in COMMANDS and outcome in ("applied", "zero_write"):
+    if done in WEB_COMMANDS and outcome in ("applied", "zero_write"):
         flash = {"command": done, "outcome": outcome}
     return v.render(
         "item.html",
@@ -57,43 +61,30 @@ async def item_page(request: Request) -> Response:
     )
 
 
-def form_values(spec: CommandSpec, form: FormData) -> tuple[dict[str, Any], list[str]]:
+def form_values(entry: Entry, form: FormData) -> tuple[dict[str, Any], list[str]]:
     """A form as the JSON body of the same command (then validated like one)."""
-    kinds = {f.name: f.kind for f in spec.fields}
     body: dict[str, Any] = {}
     problems: list[str] = []
     for name in {k for k in form if k != "csrf"}:
-        kind = kinds.get(name)
-        raw = form.getlist(name)
-        texts = [r for r in raw if isinstance(r, str)]
-        value = texts[-1] if texts else ""
-        if kind == "keys":
-            body[name] = [t for t in texts if t]
-        elif kind == "bool":
-            body[name] = value in ("1", "on", "true")
-        elif kind in ("object", "int"):
-            if not value.strip():
-                continue
-            try:
-                body[name] = json.loads(value) if kind == "object" else int(value)
-            except ValueError:
-                problems.append(
-                    f"{name} must be {'a JSON object' if kind == 'object' else 'an integer'}"
-                )
-        elif kind in ("text",) and not value:
+        texts = [r for r in form.getlist(name) if isinstance(r, str)]
+        spec = entry.field(name)
+        if spec is None:  # refused by validate() as an unknown field
+            body[name] = texts[-1] if texts else ""
             continue
-        else:
+        value, found = from_text(spec, texts)
+        problems += found
+        if value is not ABSENT:
             body[name] = value
-    fields, more = validate(spec, body)
+    fields, more = validate(entry, body)
     return fields, problems + more
 
 
 async def act(request: Request) -> Response:
     v = await visit(request)
-    spec = COMMANDS.get(request.path_params["command"])
+    entry = WEB_COMMANDS.get(request.path_params["command"])
     form = await request.form()
     ref = request.path_params["item"]
-    if spec is None or spec.name == "finalize" or not ITEM_RE.match(ref):
+    if entry is None or not ITEM_RE.match(ref):
         return v.message(404, "No such action", "This page has no such action.")
     if not csrf_ok(v.s, v.session, form_text(form, "csrf")):
         return v.message(
@@ -109,17 +100,19 @@ async def act(request: Request) -> Response:
         return v.message(
             403, "Not allowed", f"{v.actor.name} may read but not act. Nothing was done."
         )
-    fields, problems = form_values(spec, form)
+    fields, problems = form_values(entry, form)
     if problems:
         return await _again(v, ref, 422, problems=problems, refusal=None)
-    values = Values(v.actor.name, fields, None, v.s.settings.app_spec)
-    decision = await run_in_threadpool(execute, v.s.controller, spec, ref, values)
+    options = RunOptions(app_spec=v.s.settings.app_spec)
+    decision = await run_in_threadpool(
+        execute, v.s.controller, entry, ref, actor=v.actor.name, fields=fields, options=options
+    )
     if decision.outcome is Outcome.REFUSED:
-        refusal = {"command": spec.name, "reasons": list(decision.reasons)}
+        refusal = {"command": entry.name, "reasons": list(decision.reasons)}
         return await _again(v, ref, 409, problems=[], refusal=refusal)
     target = decision.item_id or ref
     return v.redirect(
-        f"/items/{target}?" + urlencode({"done": spec.name, "outcome": decision.outcome.value})
+        f"/items/{target}?" + urlencode({"done": entry.name, "outcome": decision.outcome.value})
     )
 
 

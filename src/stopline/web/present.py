@@ -1,7 +1,8 @@
-"""What the pages show, computed from the shared views: ages, groups, diffs, allowed actions.
+"""What the pages show, computed from the shared views: ages, groups, diffs, action forms.
 
-Nothing here decides anything: which action forms appear is a convenience for people, and
-every command is decided by the core again when it arrives.
+Nothing here decides anything: the action forms are the command table's web entries that the
+core's rights allow the visitor on the item (a convenience for people), and every command is
+decided by the core again when it arrives.
 """
 
 from __future__ import annotations
@@ -9,17 +10,20 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from ..commands.entry import Entry, Shell
+from ..commands.fields import Field, Type
+from ..commands.table import exposed
 from ..core.approval import evidence_fresh
 from ..core.canonical import parse_time
-from ..core.policy import PUBLISH, Policy
+from ..core.policy import Policy
 from ..core.records import Actor, Event, Item
+from ..core.rights import rights
 from ..core.states import STOP_STATES, State
-from ..core.step import OPERATOR
-from ..core.transitions import Cmd, lookup
+from ..core.step import Context
 from ..views import event_view, item_view, why
 
 STOP_ORDER = [
@@ -30,20 +34,6 @@ STOP_ORDER = [
     State.READY_FOR_REVIEW,
 ]
 assert set(STOP_ORDER) == STOP_STATES
-WEB_COMMANDS = (
-    "approve",
-    "reject",
-    "edit",
-    "acknowledge",
-    "resolve",
-    "resume",
-    "revise",
-    "review",
-    "publish",
-    "reconcile",
-    "reinspect",
-    "close",
-)
 
 
 def age_text(seconds: float) -> str:
@@ -103,41 +93,77 @@ def groups(rows: list[Row], newest_first: bool) -> list[Group]:
     return list(by_state.values())
 
 
-def allowed(item: Item, actor: Actor | None, policy: Policy | None) -> list[str]:
-    """The action forms to show ``actor`` on ``item`` (the core decides again on submit)."""
+@dataclass(frozen=True)
+class FormField:
+    """One field of an action form, ready to render (``kind`` picks the input)."""
+
+    name: str
+    kind: str  # hidden | textarea | checkbox | number | select | checklist
+    label: str
+    required: bool
+    testid: str
+    value: Any = ""
+    choices: tuple[str, ...] = ()
+    checked: tuple[str, ...] = ()
+    rows: int = 2
+    min: int | None = None
+    each_testid: str = ""
+
+
+@dataclass(frozen=True)
+class ActionForm:
+    name: str
+    title: str
+    submit: str
+    fields: tuple[FormField, ...]
+
+
+def form_field(entry: Entry, spec: Field, item: Item) -> FormField | None:
+    """The field as ``entry``'s form on ``item`` shows it (``None``: nothing to show)."""
+    web = spec.web
+    testid = f"{entry.name}-{web.testid or spec.name}"
+    base = FormField(spec.name, "textarea", web.label, spec.required, testid, rows=web.rows)
+    if spec.bound is not None:
+        value = spec.bound(item)
+        return None if value is None else replace(base, kind="hidden", value=value)
+    prefill = spec.prefill(item) if spec.prefill is not None else None
+    if spec.options is not None:
+        choices = tuple(spec.options(item))
+        if spec.type is not Type.KEYS:
+            return replace(base, kind="select", choices=choices)
+        each = f"{entry.name}-{web.each_testid}" if web.each_testid else testid
+        checked = tuple(prefill) if prefill else choices
+        return replace(base, kind="checklist", choices=choices, checked=checked, each_testid=each)
+    if spec.limits.choices:
+        return replace(base, kind="select", choices=spec.limits.choices)
+    if spec.type is Type.BOOL:
+        return replace(base, kind="checkbox")
+    if spec.type is Type.INT:
+        return replace(base, kind="number", min=web.min)
+    if spec.type is Type.OBJECT:
+        return replace(base, value=pretty(prefill) if prefill is not None else "")
+    return replace(base, value=prefill or "")
+
+
+def action_form(entry: Entry, item: Item) -> ActionForm:
+    assert entry.form is not None  # the table checks that every web entry has one
+    shown = (form_field(entry, spec, item) for spec in entry.fields)
+    fields = tuple(f for f in shown if f is not None)
+    return ActionForm(entry.name, entry.form.title, entry.form.submit, fields)
+
+
+def action_forms(
+    item: Item, actor: Actor | None, policy: Policy | None, now: datetime
+) -> list[ActionForm]:
+    """The forms of every web command ``actor`` may run on ``item`` now (the core's rights)."""
     if actor is None or not actor.active:
         return []
-    roles = actor.roles
-    operator = OPERATOR in roles
-    proposal = item.doc("proposal")
-    packet = item.doc("review_packet")
-    required = set(proposal["required_roles"]) if proposal else set()
-    out = []
-    for name in WEB_COMMANDS:
-        if lookup(item.state, Cmd(name)) is None:
-            continue
-        if name == "approve":
-            ok = bool(proposal) and bool(roles & required)
-        elif name == "reject":
-            ok = bool(proposal) and (operator or bool(roles & required))
-        elif name == "publish":
-            ok = (
-                policy is not None
-                and policy.delivery.mode == PUBLISH
-                and bool(roles & set(policy.delivery.publish_roles))
-                and bool(packet)
-            )
-        elif name == "review":
-            ok = operator and bool(packet) and not packet.get("void")
-        elif name == "reconcile":
-            ok = operator and bool(item.doc("artifacts"))
-        elif name == "edit":
-            ok = operator and bool(proposal)
-        else:
-            ok = operator
-        if ok:
-            out.append(name)
-    return out
+    allowed = rights(item, actor.name, Context(now, policy, {actor.name: actor}))
+    forms = []
+    for entry in exposed(Shell.WEB):
+        if allowed[entry.name].allowed and entry.fillable(item):
+            forms.append(action_form(entry, item))
+    return forms
 
 
 def params_rows(proposal: Mapping[str, Any] | None) -> list[tuple[str, str]]:
@@ -269,7 +295,7 @@ def item_page(
     may_command: bool,
 ) -> dict[str, Any]:
     view = item_view(item)
-    actions = [] if read_only or not may_command else allowed(item, actor, policy)
+    actions = [] if read_only or not may_command else action_forms(item, actor, policy, now)
     return {
         "item": view,
         "why": why(item),

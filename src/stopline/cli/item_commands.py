@@ -1,0 +1,120 @@
+"""The item commands of ``stopline``, generated from the command table.
+
+Each table entry the CLI exposes becomes a subcommand: ``ITEM``, ``--actor`` when the command
+names one, one flag per field, ``--idempotency-key`` when it takes one and ``--app`` when it
+talks to the target first. The values are checked by the table's one check
+(:func:`stopline.commands.table.validate`), as a JSON body is; a problem is exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..commands.entry import Entry, Shell, check_idempotency_key, execute, validate
+from ..commands.fields import ABSENT, Field, Type, from_text
+from ..commands.runners import RunOptions
+from ..commands.table import exposed
+from ..controller import Controller
+from ..store import Store
+from .errors import UsageError
+
+if TYPE_CHECKING:
+    from .main import Out
+
+Handler = Callable[[argparse.Namespace, Store, "Out"], int]
+AddParser = Callable[
+    [str, Handler, str, Sequence[argparse.ArgumentParser]], argparse.ArgumentParser
+]
+
+
+def nonempty(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return value
+
+
+def dest(field: Field) -> str:
+    return f"field_{field.name}"
+
+
+def add_field(parser: argparse.ArgumentParser, field: Field) -> None:
+    options: dict[str, Any] = {"dest": dest(field), "help": field.help}
+    if field.type is Type.BOOL:
+        parser.add_argument(field.cli_flag, action="store_true", **options)
+        return
+    options["required"] = field.required
+    if field.limits.choices:
+        options["choices"] = list(field.limits.choices)
+    else:
+        options["metavar"] = field.placeholder
+    if field.type is Type.KEYS:
+        options["action"] = "append"
+    elif field.type is Type.INT:
+        options["type"] = int
+    parser.add_argument(field.cli_flag, **options)
+
+
+def body_of(entry: Entry, args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
+    """The flags given, as the JSON body of the same command."""
+    body: dict[str, Any] = {}
+    problems: list[str] = []
+    for field in entry.fields:
+        raw = getattr(args, dest(field))
+        if raw is None or raw is False:
+            continue
+        if field.type is Type.OBJECT:
+            value, found = from_text(field, [raw], field.cli_flag)
+            problems += found
+            if value is not ABSENT:
+                body[field.name] = value
+        else:
+            body[field.name] = raw
+    return body, problems
+
+
+def handler(entry: Entry) -> Handler:
+    def run(args: argparse.Namespace, store: Store, out: Out) -> int:
+        body, problems = body_of(entry, args)
+        fields, more = validate(entry, body)
+        problems += more
+        key: str | None = getattr(args, "idempotency_key", None)
+        key_problem = check_idempotency_key(key, "--idempotency-key")
+        if key_problem:
+            problems.append(key_problem)
+        if problems:
+            raise UsageError("; ".join(problems))
+        controller = Controller(store)
+        options = RunOptions(key, getattr(args, "app", None))
+        actor = getattr(args, "actor", None)
+        decision = execute(
+            controller, entry, args.item, actor=actor, fields=fields, options=options
+        )
+        return out.decision(decision, controller)
+
+    return run
+
+
+def add_item_commands(add: AddParser, keyed: argparse.ArgumentParser) -> None:
+    """One subcommand for every entry the CLI exposes, in table order."""
+    for entry in exposed(Shell.CLI):
+        p = add(entry.name, handler(entry), entry.help, [keyed] if entry.idempotent else [])
+        p.add_argument("item", metavar="ITEM", help="item id or AUTOMATION/KEY")
+        if entry.takes_actor:
+            p.add_argument(
+                "--actor",
+                required=True,
+                type=nonempty,
+                help="who acts (checked against the actor registry)",
+            )
+        for field in entry.fields:
+            add_field(p, field)
+        if entry.runner.needs_target:
+            p.add_argument(
+                "--app",
+                metavar="APP",
+                help="the automations (for the target); env STOPLINE_APP",
+                default=os.environ.get("STOPLINE_APP"),
+            )
