@@ -164,8 +164,9 @@ def actor_part(item: Item, cmd: Cmd, actor: str, ctx: Context, policy: Policy) -
 def offered_reasons(item: Item, cmd: Cmd, policy: Policy) -> list[str]:
     if cmd is Cmd.PUBLISH and policy.delivery.mode != PUBLISH:
         return [Reason.MODE_FORBIDS_PUBLICATION]
-    if cmd is Cmd.REVISE and item.state is not State.REVISION_FAILED:
-        return [] if policy.delivery.revisable else [Reason.MODE_FORBIDS_REVISION]
+    if cmd is Cmd.REVISE:  # a new request and a resume alike (core/revision.mode_reasons)
+        offered = policy.delivery.revisable and policy.revise_hook
+        return [] if offered else [Reason.MODE_FORBIDS_REVISION]
     return []
 
 
