@@ -89,10 +89,14 @@ class NeedsEyes(WorkerCommand):
 
 @dataclass(frozen=True)
 class Failure(WorkerCommand):
+    """A step failed. ``retryable`` is the hook's own word (``RetryLater``/``Fail``, or an
+    exception of ``retry_on``/``terminal_on``); ``None`` leaves it to the rules of
+    ``core/failures.py`` for ``failure_class``."""
+
     name: ClassVar[str] = "failure"
     failure_class: str
     message: str
-    retryable: bool
+    retryable: bool | None = None
     jitter_sample: float = 0.0
 
 

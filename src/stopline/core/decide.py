@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import approval, delivery, guard, operator, revision, work
+from . import approval, delivery, failures, guard, operator, revision, work
 from .canonical import CanonicalError, canonical_json
 from .commands import (
     Acknowledge,
@@ -49,7 +49,7 @@ HANDLERS: dict[type[Command], Handler] = {
     Propose: work.decide_propose,
     Report: work.decide_report,
     NeedsEyes: work.decide_needs_eyes,
-    Failure: work.decide_failure,
+    Failure: failures.decide_failure,
     Expire: work.decide_expire,
     Execute: approval.decide_execute,
     Guard: guard.decide_guard,

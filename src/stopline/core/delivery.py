@@ -9,6 +9,7 @@ from .artifacts import Artifact
 from .canonical import digest, format_time
 from .commands import Bind, Delivered, Intent, Publish, QAResult, ReadBack, Reconcile, Review, Stage
 from .decision import Decision, refused, zero_write
+from .failures import revision_failed
 from .policy import PUBLISH
 from .reasons import Reason
 from .records import Item
@@ -24,7 +25,6 @@ from .step import (
     transition,
 )
 from .transitions import Cmd
-from .work import _revision_failed
 
 S = State
 OWNER = "operators"
@@ -159,7 +159,7 @@ def _stage_revision(item: Item, command: Stage, ctx: Context, failed_qa: list[st
             "class": "revision_stage",
             "message": "the revised content does not pass the gate",
         }
-        return _revision_failed(
+        return revision_failed(
             item, ctx, command.worker, tuple(dict.fromkeys(problems)), failure, None
         )
     revision["staged"] = True
@@ -403,7 +403,7 @@ def _revision_gate(item: Item, command: ReadBack, ctx: Context) -> Decision:
             "message": "completion gate failed",
             "mismatches": mismatches,
         }
-        return _revision_failed(
+        return revision_failed(
             item, ctx, command.worker, tuple(dict.fromkeys(reasons)), failure, None
         )
     seq = int(revision["sequence"])

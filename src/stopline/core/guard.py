@@ -23,6 +23,7 @@ from typing import Any
 from .canonical import format_time
 from .commands import Guard
 from .decision import Decision, refused, zero_write
+from .failures import revision_failed
 from .integrity import Finding, head_findings
 from .reasons import Reason
 from .records import Item
@@ -93,7 +94,6 @@ def recheck_failed(
 
 def decide_guard(item: Item, command: Guard, ctx: Context) -> Decision:
     from .approval import authority_now  # approval imports this module's helpers
-    from .work import _revision_failed
 
     reasons = lease_reasons(item, command, ctx.now)
     if not item.state.is_work:
@@ -120,5 +120,5 @@ def decide_guard(item: Item, command: Guard, ctx: Context) -> Decision:
                 "class": Reason.ACTOR_NOT_AUTHORIZED.value,
                 "message": f"{requester or 'the requester'} no longer holds the operator role",
             }
-            return _revision_failed(item, ctx, command.worker, tuple(failing), failure, None)
+            return revision_failed(item, ctx, command.worker, tuple(failing), failure, None)
     return zero_write(item, [])

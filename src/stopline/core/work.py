@@ -1,4 +1,5 @@
-"""Worker-side decisions: discovery, the steps of a work state, failures and expiry."""
+"""Worker-side decisions: discovery, the steps of a work state, and expiry (failures are in
+``failures.py``)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .canonical import digest, format_time, freeze
-from .commands import Discover, Expire, Failure, NeedsEyes, Observe, Propose, Report
+from .commands import Discover, Expire, NeedsEyes, Observe, Propose, Report
 from .decision import Decision, Outcome, refused
+from .failures import account, revision_failed, stop_for_eyes
 from .guard import integrity_failed
 from .integrity import head_findings, item_seal
 from .reasons import Reason
@@ -16,8 +18,6 @@ from .records import Event, Item
 from .states import State
 from .step import Context, lease_reasons, legal, policy_of, transition
 from .transitions import Cmd
-
-S = State
 
 
 def decide_discover(command: Discover, ctx: Context) -> Decision:
@@ -31,16 +31,16 @@ def decide_discover(command: Discover, ctx: Context) -> Decision:
         id=command.item_id,
         automation=command.automation,
         key=command.key,
-        state=S.OBSERVING,
+        state=State.OBSERVING,
         version=1,
         seq=1,
         head="",
         created_at=ctx.now,
         updated_at=ctx.now,
         attempts=0,
-        max_attempts=policy.retry_for(S.OBSERVING.value).max_attempts,
+        max_attempts=policy.retry_for(State.OBSERVING.value).max_attempts,
         next_eligible_at=ctx.now,
-        data=freeze({"input": command.input, "step": _step(S.OBSERVING, ctx.now)}),
+        data=freeze({"input": command.input, "step": _step(State.OBSERVING, ctx.now)}),
     )
     event = Event.sealed(
         item_id=command.item_id,
@@ -49,7 +49,7 @@ def decide_discover(command: Discover, ctx: Context) -> Decision:
         command=Cmd.DISCOVER.value,
         actor="scheduler",
         from_state=None,
-        to_state=S.OBSERVING,
+        to_state=State.OBSERVING,
         reasons=(),
         digests={"input": digest(command.input), "seal": item_seal(item)},
         detail={"automation": command.automation, "key": command.key},
@@ -64,7 +64,7 @@ def _step(state: State, now: datetime) -> dict[str, Any]:
 
 
 def decide_observe(item: Item, command: Observe, ctx: Context) -> Decision:
-    reasons = legal(item, Cmd.OBSERVE, S.CLASSIFIED) + lease_reasons(item, command, ctx.now)
+    reasons = legal(item, Cmd.OBSERVE, State.CLASSIFIED) + lease_reasons(item, command, ctx.now)
     if command.observed_at > ctx.now:  # evidence from the future would never age
         reasons.append(Reason.INVALID_INPUT)
     if reasons:
@@ -74,13 +74,13 @@ def decide_observe(item: Item, command: Observe, ctx: Context) -> Decision:
         "observed_at": format_time(command.observed_at),
     }
     evidence["digest"] = digest(evidence)
-    data: dict[str, Any] = {"evidence": evidence, "step": _step(S.CLASSIFIED, ctx.now)}
+    data: dict[str, Any] = {"evidence": evidence, "step": _step(State.CLASSIFIED, ctx.now)}
     if command.classification is not None:
         data["classification"] = command.classification
     return transition(
         item,
         Cmd.OBSERVE,
-        S.CLASSIFIED,
+        State.CLASSIFIED,
         ctx,
         actor=command.worker,
         data=data,
@@ -149,7 +149,7 @@ def decide_propose(item: Item, command: Propose, ctx: Context) -> Decision:
         previous_digest=None if rejected is None else rejected["digest"],
         returned_by=list(rejected.get("returned_by", ())) if rejected else None,
     )
-    target = S.APPROVED if proposal["required_approvals"] == 0 else S.AWAITING_APPROVAL
+    target = State.APPROVED if proposal["required_approvals"] == 0 else State.AWAITING_APPROVAL
     reasons = legal(item, Cmd.PROPOSE, target) + lease_reasons(item, command, ctx.now)
     if not command.action:
         reasons.append(Reason.INVALID_INPUT)
@@ -170,14 +170,16 @@ def decide_propose(item: Item, command: Propose, ctx: Context) -> Decision:
 
 
 def decide_report(item: Item, command: Report, ctx: Context) -> Decision:
-    reasons = legal(item, Cmd.REPORT, S.READY_FOR_REVIEW) + lease_reasons(item, command, ctx.now)
+    reasons = legal(item, Cmd.REPORT, State.READY_FOR_REVIEW) + lease_reasons(
+        item, command, ctx.now
+    )
     if reasons:
         return refused(item, reasons)
     report = {"data": command.report, "digest": digest(command.report), "at": format_time(ctx.now)}
     return transition(
         item,
         Cmd.REPORT,
-        S.READY_FOR_REVIEW,
+        State.READY_FOR_REVIEW,
         ctx,
         actor=command.worker,
         data={"report": report},
@@ -186,150 +188,18 @@ def decide_report(item: Item, command: Report, ctx: Context) -> Decision:
 
 
 def decide_needs_eyes(item: Item, command: NeedsEyes, ctx: Context) -> Decision:
-    reasons = legal(item, Cmd.NEEDS_EYES, S.EXCEPTION) + lease_reasons(item, command, ctx.now)
+    reasons = legal(item, Cmd.NEEDS_EYES, State.EXCEPTION) + lease_reasons(item, command, ctx.now)
     if not command.owner:
         reasons.append(Reason.INVALID_INPUT)
     if reasons:
         return refused(item, reasons)
-    exc = {
-        "owner": command.owner,
-        "why": command.why,
-        "evidence": command.evidence,
-        "from_state": item.state.value,
-        "at": format_time(ctx.now),
-    }
-    return transition(
+    return stop_for_eyes(
         item,
-        Cmd.NEEDS_EYES,
-        S.EXCEPTION,
         ctx,
-        actor=command.worker,
-        data={"exception": exc},
-        detail={"owner": command.owner, "why": command.why},
-        attempt_entry=_attempt(item, command.worker, ctx.now, "needs_eyes", command.why, "stopped"),
-    )
-
-
-def _attempt(
-    item: Item, worker: str, now: datetime, cls: str, message: str, outcome: str
-) -> dict[str, Any]:
-    return {
-        "attempt": item.attempts,
-        "state": item.state.value,
-        "claimed_at": None if item.claimed_at is None else format_time(item.claimed_at),
-        "at": format_time(now),
-        "worker": worker,
-        "class": cls,
-        "message": message[:500],
-        "outcome": outcome,
-    }
-
-
-def account(item: Item, last: dict[str, Any] | None, now: datetime) -> dict[str, Any]:
-    """The compact account an exhausted item carries."""
-    step = item.doc("step") or {}
-    since = step.get("since", "")
-    entries = [dict(e) for e in item.attempt_log if e.get("state") == item.state.value]
-    entries = [e for e in entries if (e.get("claimed_at") or e.get("at") or "") >= since]
-    if last is not None:
-        entries.append(last)
-    last_error = next(
-        ({"class": e["class"], "message": e["message"]} for e in reversed(entries)), None
-    )
-    evidence = item.doc("evidence") or {}
-    return {
-        "state": item.state.value,
-        "attempts": entries,
-        "attempt_count": item.attempts,
-        "max_attempts": item.max_attempts,
-        "last_error": last_error,
-        "last_evidence_digest": evidence.get("digest"),
-        "exhausted_at": format_time(now),
-        "resume": {
-            "condition": "an operator grants a new budget once the cause is fixed",
-            "command": f"stopline resume {item.id} --actor ACTOR --reason REASON",
-        },
-    }
-
-
-def decide_failure(item: Item, command: Failure, ctx: Context) -> Decision:
-    reasons = lease_reasons(item, command, ctx.now)
-    if not item.state.is_work:
-        reasons.insert(0, Reason.ILLEGAL_TRANSITION)
-    if reasons:
-        return refused(item, reasons)
-    policy = policy_of(ctx)
-    failure = {"class": command.failure_class, "message": command.message[:500]}
-    if item.state is S.REVISION_PREPARED:
-        entry = _attempt(
-            item, command.worker, ctx.now, command.failure_class, command.message, "revision_failed"
-        )
-        return _revision_failed(item, ctx, command.worker, (command.failure_class,), failure, entry)
-    if not command.retryable:
-        entry = _attempt(
-            item, command.worker, ctx.now, command.failure_class, command.message, "failed"
-        )
-        return transition(
-            item,
-            Cmd.FAIL,
-            S.FAILED,
-            ctx,
-            actor=command.worker,
-            data={"failure": {**failure, "state": item.state.value, "at": format_time(ctx.now)}},
-            detail=failure,
-            attempt_entry=entry,
-        )
-    if item.attempts >= item.max_attempts:
-        entry = _attempt(
-            item, command.worker, ctx.now, command.failure_class, command.message, "exhausted"
-        )
-        return transition(
-            item,
-            Cmd.EXHAUST,
-            S.EXHAUSTED,
-            ctx,
-            actor=command.worker,
-            data={"account": account(item, entry, ctx.now), "resume_state": item.state.value},
-            reasons=(Reason.RETRY_BUDGET_EXHAUSTED,),
-            detail=failure,
-            attempt_entry=entry,
-        )
-    delay = policy.retry_for(item.state.value).delay(item.attempts, command.jitter_sample)
-    entry = _attempt(item, command.worker, ctx.now, command.failure_class, command.message, "retry")
-    return transition(
-        item,
-        Cmd.RETRY,
-        item.state,
-        ctx,
-        actor=command.worker,
-        next_eligible_at=ctx.now + delay,
-        detail={**failure, "attempt": item.attempts, "delay_seconds": delay.total_seconds()},
-        attempt_entry=entry,
-    )
-
-
-def _revision_failed(
-    item: Item,
-    ctx: Context,
-    actor: str,
-    reasons: tuple[str, ...],
-    failure: dict[str, Any],
-    entry: dict[str, Any] | None,
-) -> Decision:
-    revision = dict(item.doc("revision") or {})
-    revision["state"] = S.REVISION_FAILED.value
-    revision["failure"] = {**failure, "reasons": list(reasons), "at": format_time(ctx.now)}
-    return transition(
-        item,
-        Cmd.REVISION_FAIL,
-        S.REVISION_FAILED,
-        ctx,
-        actor=actor,
-        data={"revision": revision},
-        reasons=reasons,
-        digests={"request": revision.get("request_digest")},
-        detail=failure,
-        attempt_entry=entry,
+        command.worker,
+        owner=command.owner,
+        why=command.why,
+        evidence=command.evidence,
     )
 
 
@@ -355,14 +225,14 @@ def decide_expire(item: Item, command: Expire, ctx: Context) -> Decision:
             "message": "the lease expired before the worker recorded an outcome",
             "outcome": "abandoned",
         }
-    if item.state is S.REVISION_PREPARED and (abandoned or item.attempts >= item.max_attempts):
+    if item.state is State.REVISION_PREPARED and (abandoned or item.attempts >= item.max_attempts):
         failure = {"class": Reason.LEASE_EXPIRED.value, "message": "lease expired mid-revision"}
-        return _revision_failed(item, ctx, command.sweeper, (Reason.LEASE_EXPIRED,), failure, entry)
+        return revision_failed(item, ctx, command.sweeper, (Reason.LEASE_EXPIRED,), failure, entry)
     if item.attempts >= item.max_attempts:
         return transition(
             item,
             Cmd.EXHAUST,
-            S.EXHAUSTED,
+            State.EXHAUSTED,
             ctx,
             actor=command.sweeper,
             data={"account": account(item, entry, ctx.now), "resume_state": item.state.value},
@@ -379,7 +249,7 @@ def claimable(item: Item, now: datetime) -> bool:
         and item.next_eligible_at <= now
         and not item.lease_live(now)
         and item.attempts < item.max_attempts
-        and not (item.state is S.REVISION_PREPARED and item.lease_owner is not None)
+        and not (item.state is State.REVISION_PREPARED and item.lease_owner is not None)
     )
 
 
