@@ -208,6 +208,24 @@ def test_claim_order_and_automation_filter(store: Store) -> None:
     assert only_a is not None and only_a.key == "late"
 
 
+def test_each_automation_gets_its_own_lease(store: Store) -> None:
+    """With a lease per automation, a claimed item's lease is its automation's, to the
+    microsecond; an automation the map does not name gets the lease given beside it."""
+    discover(store, "short", at=T0 - 3 * S, automation="a")
+    discover(store, "long", at=T0 - 2 * S, automation="b")
+    discover(store, "other", at=T0 - S, automation="c")
+    at = T0 + timedelta(microseconds=123457)
+    leases = {"a": 2.0, "b": 5.5}
+    got = [store.claim("w", at, 30, ["a", "b", "c"], leases=leases) for _ in range(3)]
+    assert [(i.key, i.lease_expires_at) for i in got if i is not None] == [
+        ("short", at + 2 * S),
+        ("long", at + 5.5 * S),
+        ("other", at + 30 * S),
+    ]
+    for item in got:
+        assert item is not None and store.get(item.id) == item
+
+
 def test_expired_lease_is_reclaimed_and_logged(store: Store) -> None:
     """An expired lease may be claimed again; the abandoned attempt joins the attempt log."""
     discover(store, "k1")

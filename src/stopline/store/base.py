@@ -437,11 +437,16 @@ class SQLStore(ABC):
         now: datetime,
         lease_seconds: float,
         automations: Sequence[str] | None = None,
+        *,
+        leases: Mapping[str, float] | None = None,
     ) -> Item | None:
+        params = self._claim_params(worker, now, lease_seconds, automations)
+        params["leases"] = None
+        if leases is not None:  # each automation's own lease, by the time it ends
+            ends = {name: format_time(now + timedelta(seconds=s)) for name, s in leases.items()}
+            params["leases"] = json.dumps(ends)
         with self._claiming() as cur:
-            cur.execute(
-                self.q["claim"], self._claim_params(worker, now, lease_seconds, automations)
-            )
+            cur.execute(self.q["claim"], params)
             row = cur.fetchone()
         return None if row is None else self._item(row)
 

@@ -6,7 +6,7 @@ Two implementations: :mod:`stopline.store.sqlite` (the embedded default) and
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -99,7 +99,13 @@ class Store(Protocol):
         now: datetime,
         lease_seconds: float,
         automations: Sequence[str] | None = None,
-    ) -> Item | None: ...
+        *,
+        leases: Mapping[str, float] | None = None,
+    ) -> Item | None:
+        """Claim the most overdue claimable step of ``automations`` (all when ``None``): count
+        the attempt, take the lease with a new fencing token. The lease lasts ``leases[name]``
+        seconds for an item of automation ``name``, ``lease_seconds`` for one not named."""
+        ...
 
     def renew(self, item: Item, now: datetime, lease_seconds: float) -> bool: ...
 

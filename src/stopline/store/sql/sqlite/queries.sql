@@ -3,7 +3,9 @@
 -- name: claim
 -- Take the most overdue claimable item: a due work step, not leased (or its lease expired),
 -- with budget left. Counting the attempt and fencing the lease happen in this one statement.
--- A lease that expired without an outcome is logged as an abandoned attempt.
+-- A lease that expired without an outcome is logged as an abandoned attempt. The lease ends
+-- at :leases[automation] (each automation's own lease, a JSON object of end times) or, for an
+-- automation the object does not name, at :expires_at.
 UPDATE items SET
     attempts = attempts + 1,
     lease_token = lease_token + 1,
@@ -15,7 +17,8 @@ UPDATE items SET
             'message', 'the lease expired before the worker recorded an outcome',
             'outcome', 'abandoned')) END,
     lease_owner = :worker,
-    lease_expires_at = :expires_at,
+    lease_expires_at = COALESCE(
+        (SELECT value FROM json_each(:leases) WHERE key = items.automation), :expires_at),
     claimed_at = :now
 WHERE id = (
     SELECT id FROM items
