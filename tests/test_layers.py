@@ -84,6 +84,17 @@ def test_lower_layers_never_import_the_shells() -> None:
                 assert shell not in ("cli", "http", "web"), f"{layer}/{path.name} imports {module}"
 
 
+def test_the_runtime_imports_no_shell_and_not_the_controller() -> None:
+    """runtime/ sits below the command layer: it imports no shell, no command table and not
+    the controller (what it needs of the command layer it declares as a protocol)."""
+    above = (["stopline", "controller"], ["stopline", "commands"])
+    shells = (["stopline", "cli"], ["stopline", "http"], ["stopline", "web"])
+    for path in (SRC / "runtime").rglob("*.py"):
+        for level, module in imports(path):
+            name = _module_of(level, module, path).split(".")[:2]
+            assert name not in above + shells, f"runtime/{path.name} imports {'.'.join(name)}"
+
+
 # A statement in a string: SELECT .. FROM, INSERT INTO, UPDATE .. SET x =, DELETE FROM.
 SQL = re.compile(
     r"\bselect\s[^;]*?\sfrom\s+\w|\binsert\s+into\s+\w|\bupdate\s+\w+\s+set\s+\w+\s*="

@@ -9,11 +9,13 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
+from functools import partial
 from typing import Any
 
+from .clock import Clock, utcnow
 from .core.canonical import digest
 from .core.commands import (
     Acknowledge,
@@ -41,14 +43,10 @@ from .core.reasons import Reason
 from .core.records import Actor, Item
 from .core.states import State
 from .core.step import Context, bind_idempotency, idempotency_digest
+from .runtime.commit import Commit, Committed, Writer, commit
 from .store import Store
 
-Clock = Callable[[], datetime]
 IDEMPOTENT_REPLAY = "idempotent_replay"
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 class ActorError(ValueError):
@@ -78,55 +76,64 @@ class Controller:
 
     def run(self, ref: str, command: Command, *, idempotency_key: str | None = None) -> Decision:
         now = self.clock()
-        actor = command.actor if isinstance(command, ActorCommand) else None
         item = self.item(ref)
         command_digest = digest({"item": item.id if item else ref, **command.to_plain()})
         if idempotency_key:
             seen = self.store.idempotency(idempotency_key)
             if seen is not None:
-                return self._replay(item, ref, seen, command_digest, command, actor, now)
+                return self._replay(item, ref, seen, command_digest, command, now)
+        decision = self._decide(ref, item, command, now)
+        if not decision.applied:
+            return self._commit(decision, command, now).decision
+        write = None
+        if idempotency_key:
+            decision = bind_idempotency(decision, idempotency_digest(idempotency_key))
+            key = (idempotency_key, command_digest, json.dumps(decision.to_plain()))
+            write = partial(self.store.apply, idempotency=key)
+        done = self._commit(decision, command, now, write)
+        if done.status is not Committed.LOST:
+            return done.decision
+        if idempotency_key and (seen := self.store.idempotency(idempotency_key)):
+            return self._replay(item, ref, seen, command_digest, command, now)
+        return self._commit(refused(item, [Reason.STALE_VERSION]), command, now).decision
+
+    def check(self, ref: str, command: Command) -> Decision:
+        """What :meth:`run` would decide now, with every check it makes, writing nothing (not
+        even an audit row): for a command whose IO must not happen unless the rules hold."""
+        return self._decide(ref, self.item(ref), command, self.clock())
+
+    def refuse(self, ref: str, command: Command, reasons: list[str]) -> Decision:
+        """Refuse ``command`` for ``reasons`` found outside the core (a target that did not
+        answer), with its audit row."""
+        item = self.item(ref)
+        return self._commit(refused(item, reasons, ref), command, self.clock()).decision
+
+    def _decide(self, ref: str, item: Item | None, command: Command, now: datetime) -> Decision:
         if item is None:
-            decision = refused(None, [Reason.UNKNOWN_ITEM], ref)
-            self.store.record_refusal(decision, command.name, actor, now)
-            return decision
+            return refused(None, [Reason.UNKNOWN_ITEM], ref)
         policy = self.store.policy(item.automation)
         if policy is None:
-            decision = refused(item, [Reason.UNKNOWN_AUTOMATION])
-            self.store.record_refusal(decision, command.name, actor, now)
-            return decision
+            return refused(item, [Reason.UNKNOWN_AUTOMATION])
         # What is decided on must be what its history sealed, and authority comes from the
         # registry chain, never from a table alone.
         head, legacy = self.store.head(item.id)
         findings = head_findings(item, head, legacy)
         registry = self.store.registry()
-        if actor is not None:
+        if isinstance(command, ActorCommand):
             findings += registry.findings
         if findings:
-            if isinstance(command, Close) and registry.ok:
-                # closing never acts: the way out of a record nobody can trust, with the
-                # findings kept in its history
-                command = replace(command, integrity=tuple(findings))
-            else:
-                decision = refused(item, [Reason.INTEGRITY_FAILED])
-                self.store.record_refusal(decision, command.name, actor, now)
-                return decision
-        decision = decide(item, command, Context(now, policy, registry.actors))
-        if decision.outcome is Outcome.REFUSED:
-            self.store.record_refusal(decision, command.name, actor, now)
-            return decision
-        if decision.outcome is Outcome.ZERO_WRITE:
-            return decision
-        key = None
-        if idempotency_key:
-            decision = bind_idempotency(decision, idempotency_digest(idempotency_key))
-            key = (idempotency_key, command_digest, json.dumps(decision.to_plain()))
-        if not self.store.apply(decision, idempotency=key):
-            if idempotency_key and (seen := self.store.idempotency(idempotency_key)):
-                return self._replay(item, ref, seen, command_digest, command, actor, now)
-            stale = refused(item, [Reason.STALE_VERSION])
-            self.store.record_refusal(stale, command.name, actor, now)
-            return stale
-        return decision
+            if not (isinstance(command, Close) and registry.ok):
+                return refused(item, [Reason.INTEGRITY_FAILED])
+            # closing never acts: the way out of a record nobody can trust, with the findings
+            # kept in its history
+            command = replace(command, integrity=tuple(findings))
+        return decide(item, command, Context(now, policy, registry.actors))
+
+    def _commit(
+        self, decision: Decision, command: Command, now: datetime, write: Writer | None = None
+    ) -> Commit:
+        actor = command.actor if isinstance(command, ActorCommand) else None
+        return commit(self.store, decision, command=command.name, actor=actor, now=now, write=write)
 
     def _replay(
         self,
@@ -135,14 +142,12 @@ class Controller:
         seen: tuple[str, str],
         command_digest: str,
         command: Command,
-        actor: str | None,
         now: datetime,
     ) -> Decision:
         recorded_digest, recorded = seen
         if recorded_digest != command_digest:
-            decision = refused(item, [Reason.IDEMPOTENCY_KEY_REUSE], ref)
-            self.store.record_refusal(decision, command.name, actor, now)
-            return decision
+            reuse = refused(item, [Reason.IDEMPOTENCY_KEY_REUSE], ref)
+            return self._commit(reuse, command, now).decision
         original = json.loads(recorded)
         state = State(original["state"]) if original.get("state") else None
         return Decision(

@@ -1,6 +1,6 @@
 """A real crash at every durable boundary of delivery and revision, on both real targets.
 
-For each name in ``worker.BOUNDARIES`` a real ``stopline run`` process is started with
+For each name in ``crash_points.BOUNDARIES`` a real ``stopline run`` process is started with
 ``STOPLINE_CRASH_AT=<name>`` and dies there (``os._exit``: no cleanup, no lease release, as after
 SIGKILL). A normal worker process then takes over: the delivery ends ``completed``; a revision
 goes ``revision_failed`` when its lease expires, the same ``revise`` command resumes it, and it
@@ -16,13 +16,16 @@ from typing import Any
 
 import pytest
 
-from stopline.runtime import worker
-from stopline.runtime.worker import BOUNDARIES, DELIVERY_BOUNDARIES, REVISION_BOUNDARIES
+from stopline.runtime import delivery_driver, step
+from stopline.runtime.crash_points import (
+    BOUNDARIES,
+    CRASHED,
+    DELIVERY_BOUNDARIES,
+    REVISION_BOUNDARIES,
+)
 
 from .apps.digest_app import KEYS
 from .conftest import Env
-
-CRASHED = 137  # the worker's os._exit status at a crash point
 
 # What the real target and the item hold right after the crash at each boundary:
 # (state, objects on the target, artifacts bound) for a delivery;
@@ -132,21 +135,22 @@ def _parametrized(test: Any, name: str) -> list[str]:
 
 
 def _crash_points_in_worker() -> set[str]:
-    """Every boundary name the worker's code passes to ``crash_point`` (directly or via
-    ``update_one``'s ``boundary`` argument)."""
-    tree = ast.parse(inspect.getsource(worker))
+    """Every boundary name the worker's code passes to ``crash_point``, directly or through
+    the ``bound=`` boundary of ``_write_all`` (which its binds pass on)."""
     names: set[str] = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if called in ("crash_point", "update_one"):
-            names |= {
-                a.value
-                for a in node.args
-                if isinstance(a, ast.Constant) and isinstance(a.value, str)
-            }
+    for module in (step, delivery_driver):
+        for node in ast.walk(ast.parse(inspect.getsource(module))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called in ("crash_point", "_write_all"):
+                values = [*node.args, *(k.value for k in node.keywords)]
+                names |= {
+                    a.value
+                    for a in values
+                    if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                }
     return names
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from stopline.core.reasons import Reason
 from stopline.core.transitions import mermaid
-from stopline.runtime.worker import BOUNDARIES
+from stopline.runtime.crash_points import BOUNDARIES
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "delivery.md"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -95,6 +96,10 @@ class Automation:
 
     ``every`` is the discovery interval in seconds. ``retry_on`` and ``terminal_on`` classify
     exceptions raised by hooks; anything else stops the item in ``exception``.
+    ``lease_seconds`` is how long a claim of one of its items lasts without renewal (the worker
+    renews it every third of that while a step runs); ``hook_timeout`` is how long the worker
+    waits for one hook call before it abandons it and records ``hook_timeout`` (retried within
+    the budget). A hook that needs longer declares a longer ``hook_timeout``.
     """
 
     name: str
@@ -111,6 +116,7 @@ class Automation:
     approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     delivery: DeliveryPolicy = field(default_factory=DeliveryPolicy)
     lease_seconds: float = 30.0
+    hook_timeout: float = 20.0
     retry_on: tuple[type[BaseException], ...] = (TransientError,)
     terminal_on: tuple[type[BaseException], ...] = (TerminalError,)
     description: str = ""
@@ -119,6 +125,12 @@ class Automation:
         # Names declared in code are refused unless already in the one normal form (see
         # core/names.py): no '/', so AUTOMATION/KEY splits at its first '/'.
         require_normal(AUTOMATION, self.name)
+        for name in ("lease_seconds", "hook_timeout"):
+            seconds = getattr(self, name)
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+                raise ValueError(f"{name} of {self.name} must be a number of seconds")
+            if not 0 < seconds < math.inf:
+                raise ValueError(f"{name} of {self.name} must be positive and finite")
         for rule in (self.approval.default, *self.approval.rules.values()):
             for role in rule.roles:
                 require_normal(ROLE, role)

@@ -22,10 +22,11 @@ import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from http.client import HTTPException
 from urllib.parse import urlsplit
 
+from ..clock import Clock, utcnow
 from ..core.policy import RetryPolicy
 from ..store import Store, open_store
 from ..store.errors import connection_errors
@@ -44,8 +45,6 @@ DEFAULT_RETRY = RetryPolicy(max_attempts=5, base_delay=10.0, backoff=2.0, max_de
 LOOKBACK = timedelta(minutes=10)  # events committed out of time order are still seen
 MAX_ERROR = 500
 
-Clock = Callable[[], datetime]
-
 
 class NotifySettingsError(ValueError):
     """The webhook configuration cannot be used."""
@@ -53,10 +52,6 @@ class NotifySettingsError(ValueError):
 
 class NotifierFailed(RuntimeError):
     """The notifier's loop stopped on an error it does not know how to wait out."""
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def parse_webhook_urls(text: str | None) -> dict[str, tuple[str, ...]]:

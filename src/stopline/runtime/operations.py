@@ -1,32 +1,49 @@
 """Operator commands that need the target: ``reconcile`` and ``publish``.
 
 The IO (a lookup, a readback, a publication call) happens here; what it found goes to the
-core as a command, so the rules stay in ``decide()``.
+core as a command, so the rules stay in ``decide()``. A remote call is made only after the
+command layer's own check (``CommandLayer.check``: the record's seal, the registry, then
+``decide()``) says the command would apply: refused input makes no remote call.
 """
 
 from __future__ import annotations
 
-from ..controller import Controller
+from typing import Protocol
+
 from ..core.artifacts import Artifact, field_diff
-from ..core.commands import Observed, Publish, Reconcile
-from ..core.decide import decide
-from ..core.decision import Decision, Outcome, refused
+from ..core.commands import Command, Observed, Publish, Reconcile
+from ..core.decision import Decision, Outcome
+from ..core.delivery_plan import artifact_records
 from ..core.reasons import Reason
-from ..core.step import Context
+from ..core.records import Item
+from ..store import Store
 from ..targets.base import RemoteMissing, RemoteRef, Target, TargetError
 from ..targets.registry import UnknownTarget, from_description
 from .loader import load_app
 
-TARGET_UNAVAILABLE = Reason.TARGET_UNAVAILABLE
-REMOTE_IDENTITY_MISSING = Reason.REMOTE_IDENTITY_MISSING
+
+class CommandLayer(Protocol):
+    """What these operations need from the command layer (``stopline.Controller`` is one)."""
+
+    store: Store
+
+    def item(self, ref: str) -> Item | None: ...
+
+    def check(self, ref: str, command: Command) -> Decision: ...
+
+    def run(
+        self, ref: str, command: Command, *, idempotency_key: str | None = None
+    ) -> Decision: ...
+
+    def refuse(self, ref: str, command: Command, reasons: list[str]) -> Decision: ...
 
 
-def target_for(controller: Controller, automation: str, app_spec: str | None) -> Target | None:
+def target_for(commands: CommandLayer, automation: str, app_spec: str | None) -> Target | None:
     if app_spec:
         found = load_app(app_spec).by_name().get(automation)
         if found is not None and found.target is not None:
             return found.target
-    policy = controller.store.policy(automation)
+    policy = commands.store.policy(automation)
     if policy is None or not policy.target:
         return None
     try:
@@ -36,7 +53,7 @@ def target_for(controller: Controller, automation: str, app_spec: str | None) ->
 
 
 def reconcile(
-    controller: Controller,
+    commands: CommandLayer,
     ref: str,
     *,
     key: str,
@@ -45,28 +62,20 @@ def reconcile(
     idempotency_key: str | None = None,
 ) -> Decision:
     """Find the object by its idempotency key, read it back, and bind it. Never creates."""
-    item = controller.item(ref)
+    nothing_found = Reconcile(actor=actor, key=key)
+    item = commands.item(ref)
     if item is None:
-        return controller.reconcile_found(ref, key=key, actor=actor, found=None, remote_id="")
-    replay = idempotency_key is not None and controller.store.idempotency(idempotency_key)
+        return commands.run(ref, nothing_found)
+    replay = idempotency_key is not None and commands.store.idempotency(idempotency_key)
     if not replay:
         # The rules that need no lookup come first: a refused reconcile makes no remote call.
-        pre = decide(
-            item,
-            Reconcile(actor=actor, key=key),
-            Context(
-                controller.clock(),
-                controller.store.policy(item.automation),
-                controller.store.actors(),
-            ),
-        )
-        if pre.outcome is Outcome.REFUSED and set(pre.reasons) - {REMOTE_IDENTITY_MISSING}:
-            return controller.reconcile_found(
-                ref, key=key, actor=actor, found=None, remote_id="", idempotency_key=idempotency_key
-            )
-    records = {a["key"]: a for a in item.doc("artifacts") or ()}
-    record = records.get(key)
-    target = target_for(controller, item.automation, app_spec)
+        check = commands.check(ref, nothing_found)
+        if check.outcome is Outcome.REFUSED and set(check.reasons) - {
+            Reason.REMOTE_IDENTITY_MISSING
+        }:
+            return commands.run(ref, nothing_found, idempotency_key=idempotency_key)
+    record = artifact_records(item).get(key)
+    target = target_for(commands, item.automation, app_spec)
     found: Observed | None = None
     remote_id = ""
     if record is not None and target is not None:
@@ -80,16 +89,15 @@ def reconcile(
         except RemoteMissing:
             found = None
         except TargetError:
-            return refused(item, [TARGET_UNAVAILABLE])
+            return commands.refuse(ref, nothing_found, [Reason.TARGET_UNAVAILABLE])
     elif record is not None and target is None:
-        return refused(item, [TARGET_UNAVAILABLE])
-    return controller.reconcile_found(
-        ref, key=key, actor=actor, found=found, remote_id=remote_id, idempotency_key=idempotency_key
-    )
+        return commands.refuse(ref, nothing_found, [Reason.TARGET_UNAVAILABLE])
+    command = Reconcile(actor=actor, key=key, found=found, remote_id=remote_id)
+    return commands.run(ref, command, idempotency_key=idempotency_key)
 
 
 def publish(
-    controller: Controller,
+    commands: CommandLayer,
     ref: str,
     *,
     packet: str,
@@ -98,20 +106,13 @@ def publish(
     idempotency_key: str | None = None,
 ) -> Decision:
     """Check the rules first, publish every bound object, then record the signal."""
-    item = controller.item(ref)
-    if item is None:
-        return controller.publish(ref, packet=packet, actor=actor)
-    policy = controller.store.policy(item.automation)
-    dry = decide(
-        item,
-        Publish(actor=actor, packet=packet),
-        Context(controller.clock(), policy, controller.store.actors()),
-    )
-    if dry.outcome is not Outcome.APPLIED:
-        return controller.publish(ref, packet=packet, actor=actor, idempotency_key=idempotency_key)
-    target = target_for(controller, item.automation, app_spec)
+    unsigned = Publish(actor=actor, packet=packet)
+    item = commands.item(ref)
+    if item is None or commands.check(ref, unsigned).outcome is not Outcome.APPLIED:
+        return commands.run(ref, unsigned, idempotency_key=idempotency_key)
+    target = target_for(commands, item.automation, app_spec)
     if target is None:
-        return refused(item, [TARGET_UNAVAILABLE])
+        return commands.refuse(ref, unsigned, [Reason.TARGET_UNAVAILABLE])
     signals = []
     try:
         for record in item.doc("artifacts") or ():
@@ -119,7 +120,6 @@ def publish(
                 target.publish(RemoteRef(record["remote_id"], record["remote_version"] or ""))
             )
     except TargetError:
-        return refused(item, [TARGET_UNAVAILABLE, Reason.PUBLICATION_GUARD])
-    return controller.publish(
-        ref, packet=packet, actor=actor, signal=" ".join(signals), idempotency_key=idempotency_key
-    )
+        return commands.refuse(ref, unsigned, [Reason.TARGET_UNAVAILABLE, Reason.PUBLICATION_GUARD])
+    signed = Publish(actor=actor, packet=packet, signal=" ".join(signals))
+    return commands.run(ref, signed, idempotency_key=idempotency_key)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from types import FrameType
 
-from ..controller import utcnow
+from ..clock import utcnow
 from ..store import open_store
 from ..store.errors import connection_errors
 from .automation import App

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ..controller import utcnow
+from ..clock import utcnow
 from ..core.commands import Discover
 from ..core.decide import decide
 from ..core.names import ACTOR, AUTOMATION, ROLE, InvalidName, lookalike, require_normal
@@ -20,9 +20,12 @@ from ..core.records import Actor
 from ..core.step import Context
 from ..store import Store
 from .automation import App, Automation, Discovered, HookContext
+from .commit import Committed, commit
+from .hook_output import limit_violations
 
 log = logging.getLogger("stopline.scheduler")
 MAX_KEY = 200
+SCHEDULER = "scheduler"  # who the audit names for a refused discovery
 
 
 def new_item_id() -> str:
@@ -107,7 +110,7 @@ class Scheduler:
         policy = automation.policy
         for entry in found:
             d = entry if isinstance(entry, Discovered) else Discovered(str(entry))
-            if not d.key or len(d.key) > MAX_KEY or "\x00" in d.key:
+            if not d.key or len(d.key) > MAX_KEY or "\x00" in d.key or outside_limits(d):
                 fired.rejected += 1
                 continue
             if self.store.find(automation.name, d.key) is not None:
@@ -117,9 +120,19 @@ class Scheduler:
                 item_id=new_item_id(), automation=automation.name, key=d.key, input=dict(d.input)
             )
             decision = decide(None, command, Context(now, policy))
-            if decision.applied and self.store.insert(decision):
+            done = commit(self.store, decision, command=command.name, actor=SCHEDULER, now=now)
+            if done.status is Committed.APPLIED:
                 fired.new += 1
+            elif done.status is Committed.REFUSED:  # audited, like every refusal
+                fired.rejected += 1
             else:
                 fired.existing += 1
         self.store.set_last_discovery(automation.name, now)
         return fired
+
+
+def outside_limits(found: Discovered) -> bool:
+    """A discovered key or input the input boundary refuses (nothing of it is written)."""
+    if not isinstance(found.input, Mapping):
+        return True
+    return bool(limit_violations({"key": found.key, "input": found.input}, "$.discover"))

@@ -1,0 +1,107 @@
+"""What a hook's output must be before it becomes a command: the right shape and within the
+input limits.
+
+The shape is the type of each field of an outcome (``Evidence.data`` a mapping,
+``Proposal.action`` a string, every artifact an ``Artifact``, ...). The limits are the input
+boundary every document from outside passes (nesting depth, size, finite numbers, integers the
+canonical form holds exactly, valid Unicode). An output that breaks either is recorded as the
+failure ``invalid_output`` (terminal: the same hook on the same record would answer the same),
+naming the field and the limit; nothing of it reaches a record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import fields, is_dataclass
+from datetime import datetime
+from typing import Any
+
+from ..core.artifacts import Artifact, Asset
+from ..core.commands import QAResult
+from . import _interim_limits
+from .outcomes import Deliver, Evidence, Fail, NeedsEyes, Proposal, ReportForReview, RetryLater
+
+NoneType = type(None)
+SHOWN = 3  # problems named in a failure message
+
+SHAPES: dict[type, dict[str, tuple[type, ...]]] = {
+    Evidence: {"data": (Mapping,), "observed_at": (datetime, NoneType)},
+    Proposal: {"action": (str,), "params": (Mapping,), "target": (str,), "rationale": (str,)},
+    ReportForReview: {"report": (Mapping,)},
+    NeedsEyes: {"why": (str,), "owner": (str,), "evidence": (Mapping,)},
+    RetryLater: {"message": (str,), "failure_class": (str,)},
+    Fail: {"message": (str,), "failure_class": (str,)},
+    Deliver: {"artifacts": (Sequence,), "result": (Mapping,)},
+    QAResult: {"passed": (bool,), "details": (Mapping,)},
+    Artifact: {
+        "key": (str,),
+        "title": (str,),
+        "summary": (str,),
+        "body": (str,),
+        "assets": (Sequence,),
+        "metadata": (Mapping,),
+    },
+    Asset: {"name": (str,), "media_type": (str,), "data": (bytes,)},
+}
+MEMBERS: dict[tuple[type, str], type] = {  # what each member of a sequence field must be
+    (Deliver, "artifacts"): Artifact,
+    (Artifact, "assets"): Asset,
+}
+
+
+def limit_violations(value: Any, path: str) -> list[str]:
+    """Every input limit ``value`` breaks (the one place hook outputs meet the boundary)."""
+    return [str(v) for v in _interim_limits.check(value, path=path)]
+
+
+def problems(hook: str, output: Any) -> list[str]:
+    """What is wrong with ``output`` of ``hook``: its shape, then its limits (empty: fine).
+    A list (what a revise hook returns) is checked member by member."""
+    root = f"$.{hook}"
+    if isinstance(output, list | tuple):
+        found: list[str] = []
+        for index, member in enumerate(output[: _interim_limits.MAX_MEMBERS + 1]):
+            found += shape_problems(member, f"{root}[{index}]")
+            if len(found) >= SHOWN:
+                break
+        return found or limit_violations(output, root)
+    found = shape_problems(output, root)
+    if found or not is_dataclass(output) or isinstance(output, type):
+        return found  # another type: nothing of it is recorded but its name
+    plain = {f.name: getattr(output, f.name) for f in fields(output)}
+    return limit_violations(plain, root)
+
+
+def shape_problems(output: Any, path: str) -> list[str]:
+    """Fields of a known outcome type (and of the artifacts and assets in it) that hold the
+    wrong type; nothing for a type without a shape."""
+    found: list[str] = []
+    stack = [(output, path)]
+    while stack and len(found) < SHOWN:
+        value, at = stack.pop()
+        shape = next((SHAPES[t] for t in type(value).__mro__ if t in SHAPES), None)
+        for name, allowed in (shape or {}).items():
+            member: Any = getattr(value, name, None)
+            if not _fits(member, allowed):
+                wanted = " or ".join("None" if t is NoneType else t.__name__ for t in allowed)
+                found.append(f"{at}.{name}: is {type(member).__name__}, not {wanted}")
+                continue
+            element_type = next(
+                (m for (t, n), m in MEMBERS.items() if n == name and isinstance(value, t)), None
+            )
+            if element_type is None:
+                continue
+            for index, element in enumerate(member):
+                if not isinstance(element, element_type):
+                    kind = type(element).__name__
+                    found.append(f"{at}.{name}[{index}]: is {kind}, not {element_type.__name__}")
+                    break
+                stack.append((element, f"{at}.{name}[{index}]"))
+    return found
+
+
+def _fits(value: Any, allowed: tuple[type, ...]) -> bool:
+    """``value`` is one of ``allowed`` (text is not taken for a sequence of characters)."""
+    if isinstance(value, str | bytes) and not (str in allowed or bytes in allowed):
+        return False
+    return isinstance(value, allowed)

@@ -1,0 +1,151 @@
+"""Calling a hook so that nothing it does can take the worker down.
+
+A hook runs on a thread of its own (:class:`HookRunner`), and the worker waits for it at most
+its automation's ``hook_timeout``. Whatever happens becomes a value (:func:`call_hook`):
+
+* the hook's output, when it has the shape of an outcome and stays within the input limits;
+* :class:`HookFailed` otherwise, with the failure's real class and message:
+  ``hook_timeout`` (the worker stopped waiting and abandoned the thread), ``invalid_output``
+  (the output breaks its shape or the limits, see ``hook_output.py``), or the name of the
+  exception the hook raised: any exception, ``RecursionError`` and ``MemoryError`` included.
+
+An abandoned hook may still finish: what it returns is dropped, never committed. The step's
+failure is committed under the lease the worker holds, and the next attempt is a new claim
+with a new fencing token, so nothing that thread could still do is written under its lease.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.failures import HOOK_TIMEOUT, INVALID_OUTPUT
+from . import hook_output
+from .automation import Automation, HookContext
+
+log = logging.getLogger("stopline.worker")
+MAX_MESSAGE = 500
+
+
+@dataclass(frozen=True)
+class HookFailed:
+    """A hook raised, ran past its time, or returned what may not be recorded. ``retryable``
+    is the automation's word (``retry_on``/``terminal_on``), else ``None``: the rules of
+    ``core/failures.py`` for ``failure_class`` decide."""
+
+    failure_class: str
+    message: str
+    retryable: bool | None = None
+
+
+class HookTimeout(Exception):
+    """The hook ran past its time limit and was abandoned."""
+
+
+@dataclass
+class _Call:
+    function: Callable[..., Any]
+    args: tuple[Any, ...]
+    done: threading.Event = field(default_factory=threading.Event)
+    result: Any = None
+    error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.result = self.function(*self.args)
+        except BaseException as error:  # a hook's SystemExit is its failure, not the worker's
+            self.error = error
+        finally:
+            self.done.set()
+
+
+def _serve(inbox: queue.SimpleQueue[_Call | None]) -> None:
+    while (call := inbox.get()) is not None:
+        call.run()
+        del call  # an abandoned hook's result is not kept alive by this thread
+
+
+class HookRunner:
+    """Runs one hook at a time on a daemon thread the worker can stop waiting for. After a
+    timeout the thread is left to finish (or hang) alone, and the next hook gets a new one."""
+
+    def __init__(self) -> None:
+        self._inbox: queue.SimpleQueue[_Call | None] | None = None
+        self.abandoned = 0  # threads left behind by a timeout
+
+    def run(
+        self, function: Callable[..., Any], args: tuple[Any, ...], timeout: float
+    ) -> tuple[Any, BaseException | None]:
+        """``(result, None)`` or ``(None, the exception raised)``; :class:`HookTimeout` when
+        ``function`` has not returned after ``timeout`` seconds."""
+        inbox = self._inbox
+        if inbox is None:
+            inbox = self._inbox = queue.SimpleQueue()
+            thread = threading.Thread(target=_serve, args=(inbox,), daemon=True)
+            thread.name = "stopline-hook"
+            thread.start()
+        call = _Call(function, args)
+        inbox.put(call)
+        if not call.done.wait(timeout):
+            inbox.put(None)  # the thread ends when the hook returns, if it ever does
+            self._inbox = None
+            self.abandoned += 1
+            raise HookTimeout
+        return call.result, call.error
+
+
+def call_hook(
+    runner: HookRunner,
+    automation: Automation,
+    name: str,
+    hook: Callable[..., Any],
+    context: HookContext,
+    *args: Any,
+) -> Any:
+    """Run ``hook``; its output, or :class:`HookFailed` for anything it raised or caused."""
+    limit = automation.hook_timeout
+    try:
+        output, error = runner.run(hook, (context, *args), limit)
+    except HookTimeout:
+        log.error("the %s hook of %s ran past %g s; abandoned", name, automation.name, limit)
+        why = f"the {name} hook ran past its hook_timeout of {limit:g} s and was abandoned"
+        return HookFailed(HOOK_TIMEOUT, why)
+    if error is not None:
+        return classify(error, automation, name)
+    found = hook_output.problems(name, output)
+    if found:
+        why = f"the {name} hook's output was not recorded: " + "; ".join(found[:3])
+        return HookFailed(INVALID_OUTPUT, safe_text(why))
+    return output
+
+
+def classify(error: BaseException, automation: Automation, hook: str) -> HookFailed:
+    """The failure an exception raised by a hook records: its class name and message;
+    retryable or terminal as the automation's ``retry_on`` / ``terminal_on`` say."""
+    failure_class = safe_text(type(error).__name__, 100)
+    message = describe(error)
+    if isinstance(error, automation.retry_on):
+        return HookFailed(failure_class, message, retryable=True)
+    if isinstance(error, automation.terminal_on):
+        return HookFailed(failure_class, message, retryable=False)
+    log.error("the %s hook of %s raised %s: %s", hook, automation.name, failure_class, message)
+    return HookFailed(failure_class, message)
+
+
+def describe(error: BaseException) -> str:
+    """An exception's message, safe to record; its class name when it has none. Never raises
+    (an exception whose ``__str__`` raises is described by its class)."""
+    try:
+        text = str(error)
+    except BaseException:  # a hostile __str__ must not escape
+        text = ""
+    return safe_text(text or type(error).__name__)
+
+
+def safe_text(text: str, limit: int = MAX_MESSAGE) -> str:
+    """At most ``limit`` characters of valid Unicode (a lone surrogate becomes ``?``)."""
+    return text[:limit].encode("utf-8", "replace").decode("utf-8")

@@ -1,0 +1,100 @@
+"""A worker's hold on its claimed item: the lease it renews while a step runs.
+
+:class:`LeaseHolder` is the worker's view of the item it claimed, with the latest lease end it
+renewed. :func:`renewing` keeps the lease alive from a thread of its own (every third of the
+lease) until the step ends or a renewal is refused; the renewal never changes the item's
+version, so the holder's next commit does not lose its compare-and-set to its own renewal.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from ..clock import Clock
+from ..core.records import Item
+from ..store import Store
+from ..store.errors import connection_errors
+
+log = logging.getLogger("stopline.worker")
+
+
+class LeaseLost(Exception):
+    """The worker's lease is gone; it must stop this step and write nothing more."""
+
+
+class LeaseHolder:
+    """The claimed item as this worker last wrote or read it, and how long its lease runs."""
+
+    def __init__(self, item: Item) -> None:
+        self.item = item
+        self._lock = threading.Lock()
+        self._expires: datetime | None = item.lease_expires_at
+
+    def reset(self, item: Item) -> None:
+        """A new claim of the item (the next step of a chain)."""
+        with self._lock:
+            self.item = item
+            self._expires = item.lease_expires_at
+
+    def renewed(self, now: datetime, seconds: float) -> None:
+        with self._lock:
+            self._expires = now + timedelta(seconds=seconds)
+
+    def current(self) -> Item:
+        """The item with the latest lease end this worker renewed (what ``decide()`` checks)."""
+        with self._lock:
+            expires = self._expires
+        item = self.item
+        later = item.lease_expires_at is None or (
+            expires is not None and expires > item.lease_expires_at
+        )
+        if item.lease_owner is not None and expires is not None and later:
+            item = replace(item, lease_expires_at=expires)
+        return item
+
+
+@contextmanager
+def renewing(
+    store: Store, holder: LeaseHolder, lease_seconds: float, clock: Clock, *, enabled: bool = True
+) -> Iterator[None]:
+    """Renew the holder's lease from a thread until the block ends."""
+    if not enabled:
+        yield
+        return
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=_renew_loop,
+        args=(store, holder, lease_seconds, clock, stop),
+        daemon=True,
+        name="stopline-lease",
+    )
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=1)
+
+
+def _renew_loop(
+    store: Store, holder: LeaseHolder, lease_seconds: float, clock: Clock, stop: threading.Event
+) -> None:
+    unavailable = connection_errors()
+    while not stop.wait(lease_seconds / 3):
+        item = holder.item
+        if item.lease_owner is None:
+            return
+        now = clock()
+        try:
+            renewed = store.renew(item, now, lease_seconds)
+        except unavailable as exc:  # the next round tries again
+            log.warning("could not renew the lease on %s: %s", item.id, exc)
+            continue
+        if not renewed:
+            return
+        holder.renewed(now, lease_seconds)
