@@ -17,6 +17,11 @@ What an item does is chosen by the prefix of its key:
 ``broken`` ``observe`` always fails with a retryable error -> ``exhausted``
 ``fatal``  ``observe`` fails with a terminal error -> ``failed``
 ``revise`` delivers one draft to ``STOPLINE_TEST_DRAFTS``; its revise hook always fails
+``deep``   ``observe`` returns evidence nested 600 deep
+``nan``    ``observe`` returns evidence holding NaN
+``recursive`` ``observe`` recurses until Python raises RecursionError
+``memory`` ``observe`` asks for more memory than there is (MemoryError)
+``slow``   ``observe`` sleeps ``STOPLINE_TEST_SLOW`` seconds (default 3), then returns evidence
 =========  =====================================================================
 
 Environment (all optional except the effects file):
@@ -24,8 +29,10 @@ Environment (all optional except the effects file):
 * ``STOPLINE_TEST_KEYS``: keys of automation ``lab``, comma separated; ``name*N`` expands to
   ``name-000`` .. ``name-(N-1)``. ``STOPLINE_TEST_PATIENT_KEYS``: keys of ``patient``, whose
   retry delay is an hour (an item there waits for its next eligible time).
-* ``STOPLINE_TEST_LEASE`` (seconds, default 10), ``STOPLINE_TEST_EVERY`` (discovery interval,
-  default 3600), ``STOPLINE_TEST_MAX_ATTEMPTS`` (3), ``STOPLINE_TEST_DELAY`` (base delay, 0.05),
+* ``STOPLINE_TEST_LEASE`` (seconds, default 10; ``STOPLINE_TEST_PATIENT_LEASE`` for
+  ``patient``, default the same), ``STOPLINE_TEST_HOOK_TIMEOUT`` (seconds, default 300: the
+  blocking tests hold a hook longer than the default of 20), ``STOPLINE_TEST_EVERY`` (discovery
+  interval, default 3600), ``STOPLINE_TEST_MAX_ATTEMPTS`` (3), ``STOPLINE_TEST_DELAY`` (base delay, 0.05),
   ``STOPLINE_TEST_JITTER`` (0), ``STOPLINE_TEST_RESUME_CAP`` (5).
 * ``STOPLINE_TEST_BLOCK_STEP`` (``observe``/``propose``/``execute``), with optional
   ``STOPLINE_TEST_BLOCK_KEY`` (key prefix), ``STOPLINE_TEST_BLOCK_ATTEMPT`` and
@@ -59,7 +66,7 @@ from stopline.targets.directory import DirectoryTarget
 EFFECTS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT, automation TEXT, item_id TEXT, key TEXT, step TEXT,
-    attempt INTEGER, token INTEGER, pid INTEGER, at REAL);
+    attempt INTEGER, token INTEGER, pid INTEGER, at REAL, claimed_at TEXT, lease_ends TEXT);
 CREATE TABLE IF NOT EXISTS effects (
     item_id TEXT, step TEXT, key TEXT, ikey TEXT, pid INTEGER, at REAL, writes INTEGER,
     PRIMARY KEY (item_id, step));
@@ -117,8 +124,8 @@ def _record_run(ctx: HookContext, step: str) -> None:
     item = ctx.item
     assert item is not None
     _write(
-        "INSERT INTO runs (automation, item_id, key, step, attempt, token, pid, at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO runs (automation, item_id, key, step, attempt, token, pid, at,"
+        " claimed_at, lease_ends) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             ctx.automation,
             item.id,
@@ -128,6 +135,8 @@ def _record_run(ctx: HookContext, step: str) -> None:
             item.lease_token,
             os.getpid(),
             time.time(),
+            None if item.claimed_at is None else item.claimed_at.isoformat(),
+            None if item.lease_expires_at is None else item.lease_expires_at.isoformat(),
         ),
     )
 
@@ -188,9 +197,38 @@ def _discoverer(automation: str, env_name: str) -> Any:
     return discover
 
 
+def nested(depth: int) -> Any:
+    value: Any = "bottom"
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def recurse(n: int) -> int:
+    return recurse(n + 1) + 1
+
+
+def hostile(ctx: HookContext, k: str) -> Any:
+    """What the hostile kinds return or raise (each run recorded first)."""
+    _record_run(ctx, "observe")
+    if k == "deep":
+        return Evidence({"deep": nested(600)})
+    if k == "nan":
+        return Evidence({"value": float("nan")})
+    if k == "recursive":
+        return recurse(0)
+    if k == "memory":
+        return bytearray(1 << 60)
+    time.sleep(float(_env("SLOW", "3")))
+    _record_effect(ctx, "observe")  # the late answer of an abandoned hook
+    return Evidence({"slow": True})
+
+
 def observe(ctx: HookContext) -> Any:
     assert ctx.item is not None
     k = kind(ctx.item.key)
+    if k in ("deep", "nan", "recursive", "memory", "slow"):
+        return hostile(ctx, k)
     outcome: Any = Evidence({"key": ctx.item.key, "kind": k}, classification=k)
     if k == "eyes":
         outcome = NeedsEyes("the lab cannot tell", owner="lab-operators", evidence={"k": k})
@@ -236,7 +274,7 @@ def revise(ctx: HookContext, reason: str, current: Sequence[Artifact]) -> Sequen
     raise RuntimeError("the lab's revise hook always fails")
 
 
-def _automation(name: str, keys_env: str, base_delay: float) -> Automation:
+def _automation(name: str, keys_env: str, base_delay: float, lease: float) -> Automation:
     drafts = _env("DRAFTS", "")
     return Automation(
         name=name,
@@ -247,7 +285,8 @@ def _automation(name: str, keys_env: str, base_delay: float) -> Automation:
         revise=revise,
         target=DirectoryTarget(os.path.join(drafts, name)) if drafts else None,
         every=float(_env("EVERY", "3600")),
-        lease_seconds=float(_env("LEASE", "10")),
+        lease_seconds=lease,
+        hook_timeout=float(_env("HOOK_TIMEOUT", "300")),
         retry=RetryPolicy(
             max_attempts=int(_env("MAX_ATTEMPTS", "3")),
             base_delay=base_delay,
@@ -267,9 +306,11 @@ def _automation(name: str, keys_env: str, base_delay: float) -> Automation:
 
 
 def build() -> App:
-    automations = [_automation("lab", "KEYS", float(_env("DELAY", "0.05")))]
+    lease = float(_env("LEASE", "10"))
+    automations = [_automation("lab", "KEYS", float(_env("DELAY", "0.05")), lease)]
     if _env("PATIENT_KEYS", ""):
-        automations.append(_automation("patient", "PATIENT_KEYS", 3600.0))
+        patient_lease = float(_env("PATIENT_LEASE", str(lease)))
+        automations.append(_automation("patient", "PATIENT_KEYS", 3600.0, patient_lease))
     return App(
         automations,
         actors={
