@@ -6,7 +6,7 @@ Two implementations: :mod:`stopline.store.sqlite` (the embedded default) and
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -120,12 +120,24 @@ class Store(Protocol):
 
     def actor_events(self) -> list[dict[str, Any]]: ...
 
+    def append_registry(
+        self, subject: str, change: str, detail: Mapping[str, Any], now: datetime
+    ) -> None:
+        """Append a registry event that changes no table (signed certificates, revocations)."""
+        ...
+
     def registry(self) -> Registry:
         """Actors, tokens and policies as the registry chain records them, with every place
         where a table differs from the chain (``findings``)."""
         ...
 
-    def add_token(self, actor: str, token_hash: str, now: datetime) -> None: ...
+    def add_token(
+        self,
+        actor: str,
+        token_hash: str,
+        now: datetime,
+        signed: Mapping[str, Any] | None = None,
+    ) -> None: ...
 
     def token_actor(self, token_hash: str) -> str | None: ...
 
