@@ -23,6 +23,7 @@ from stopline.core.canonical import (
     FrozenDict,
     canonical_json,
     digest,
+    digest_forms,
     digest_matches,
     fast_digest,
     format_float,
@@ -31,6 +32,7 @@ from stopline.core.canonical import (
     legacy_digest,
     legacy_fast_digest,
 )
+from stopline.core.policy import ApprovalPolicy, ApprovalRule
 from strategies import (
     MAX_SAFE_INTEGER,
     finite_floats,
@@ -355,6 +357,22 @@ def test_digest_matches_never_raises() -> None:
     assert not digest_matches({1: 2}, "0" * 64)
     big = {"n": 2**60}  # legacy wrote it; RFC 8785 refuses it
     assert digest_matches(big, legacy_digest(big))
+
+
+def test_digest_forms_lists_each_form_once() -> None:
+    """digest_forms gives RFC 8785 then legacy; one entry when they agree, none without a form."""
+    assert digest_forms({"a": 1.0}) == (digest({"a": 1.0}), legacy_digest({"a": 1.0}))
+    assert digest_forms({"a": 1}) == (digest({"a": 1}),)
+    assert digest_forms({"n": 2**60}) == (legacy_digest({"n": 2**60}),)
+    assert digest_forms({"n": math.nan}) == ()
+
+
+def test_a_policy_version_made_before_rfc8785_is_among_the_forms() -> None:
+    """A policy with floats changes version with the form; the old one is still recognisable."""
+    policy = ApprovalPolicy(default=ApprovalRule(roles=("approver",), approvals=2))
+    old_version = legacy_digest(policy.to_plain())[:16]
+    assert policy.version != old_version  # max_evidence_age is a float: 900.0 vs 900
+    assert {policy.version, old_version} == {d[:16] for d in digest_forms(policy.to_plain())}
 
 
 @settings(max_examples=200, deadline=None)

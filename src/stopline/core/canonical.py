@@ -36,7 +36,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -460,13 +460,22 @@ def digest_matches(value: Any, expected: str) -> bool:
     Never raises: a value without a form in one scheme (NaN, a key that is not a string, an
     integer beyond ±(2**53 - 1) in RFC 8785) simply does not match in that scheme.
     """
+    return any(made == expected for made in _digests_in_each_form(value))
+
+
+def digest_forms(value: Any) -> tuple[str, ...]:
+    """The digest of ``value`` in each form :func:`digest_matches` accepts, RFC 8785 first; a
+    form ``value`` has no text in is left out. For identifiers cut from a digest (a policy
+    version is its first 16 hex digits): ``version in {d[:16] for d in digest_forms(v)}``."""
+    return tuple(dict.fromkeys(_digests_in_each_form(value)))
+
+
+def _digests_in_each_form(value: Any) -> Iterator[str]:
     for make in (fast_digest, legacy_digest):
         try:
-            if make(value) == expected:
-                return True
+            yield make(value)
         except (ValueError, TypeError, RecursionError):
             continue
-    return False
 
 
 _STORAGE = json.JSONEncoder(
