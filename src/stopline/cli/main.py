@@ -16,6 +16,7 @@ from typing import Any
 
 from ..controller import ActorError, Controller
 from ..core.decision import Decision, Outcome
+from ..core.limits import SYNTAX, parse_json
 from ..core.states import State
 from ..core.verify import verify_item
 from ..store import ENV_URL, Store, StoreError, database_url, open_store
@@ -49,10 +50,14 @@ class Out:
 
 
 def _json_arg(text: str, what: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{what} is not valid JSON: {exc}") from exc
+    # The input limits of docs/records.md: NaN, 1e999, integers beyond ±(2**53 - 1) (which the
+    # canonical form cannot hold), lone surrogates and deep nesting are usage errors, never a
+    # traceback.
+    value, violations = parse_json(text)
+    if violations:
+        kind = "is not valid JSON" if violations[0].limit == SYNTAX else "breaks the input limits"
+        raise UsageError(f"{what} {kind}: " + "; ".join(map(str, violations)))
+    return value
 
 
 def _nonempty(value: str) -> str:
