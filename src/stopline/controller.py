@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from .core.canonical import digest, format_time
+from .core.canonical import CanonicalError, digest, format_time
 from .core.commands import (
     Acknowledge,
     ActorCommand,
@@ -107,7 +107,13 @@ class Controller:
         now = self.clock()
         actor = command.actor if isinstance(command, ActorCommand) else None
         item = self.item(ref)
-        command_digest = digest({"item": item.id if item else ref, **command.to_plain()})
+        try:
+            command_digest = digest({"item": item.id if item else ref, **command.to_plain()})
+        except (CanonicalError, TypeError, ValueError):
+            # input with no canonical form (NaN, an integer beyond 2**53, a lone surrogate)
+            decision = refused(item, [Reason.INVALID_INPUT], ref)
+            self.store.record_refusal(decision, command.name, actor, now)
+            return decision
         if idempotency_key:
             seen = self.store.idempotency(idempotency_key)
             if seen is not None:

@@ -108,7 +108,7 @@ def decide_approve(item: Item, command: Approve, ctx: Context) -> Decision:
 def policy_reasons(ctx: Context, proposal: Mapping[str, Any]) -> list[str]:
     """A proposal made under another approval policy needs a new proposal (``reinspect``):
     approving it, or running it, under rules nobody approved would be neither."""
-    if ctx.policy is not None and ctx.policy.approval.version != proposal["policy_version"]:
+    if ctx.policy is not None and proposal["policy_version"] not in ctx.policy.approval.versions:
         return [Reason.POLICY_CHANGED]
     return []
 
