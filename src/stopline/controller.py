@@ -10,13 +10,13 @@ import hashlib
 import json
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from typing import Any
 
 from .clock import Clock, utcnow
-from .core.canonical import digest
+from .core.canonical import CanonicalError, digest, format_time
 from .core.commands import (
     Acknowledge,
     ActorCommand,
@@ -39,12 +39,18 @@ from .core.decide import decide
 from .core.decision import Decision, Outcome, refused
 from .core.integrity import head_findings
 from .core.names import ACTOR, ROLE, InvalidName, check_name, lookalike
+from .core.policy import Policy
 from .core.reasons import Reason
 from .core.records import Actor, Item
+from .core.registry import Registry
 from .core.states import State
 from .core.step import Context, bind_idempotency, idempotency_digest
 from .runtime.commit import Commit, Committed, Writer, commit
 from .store import Store
+from .trust.authority import Authority, Trust, attestation_problems, token_problems
+from .trust.checks import attest, binds_for, needed_roles
+from .trust.documents import TOKEN, sign
+from .trust.keys import Signer
 
 IDEMPOTENT_REPLAY = "idempotent_replay"
 
@@ -59,8 +65,29 @@ def hash_token(token: str) -> str:
 
 @dataclass
 class Controller:
+    """The command layer over one store.
+
+    ``trust``: the host's trust root; when set (by default from ``STOPLINE_TRUST_ROOT``), the
+    host is in signed mode: every person's command must be signed (``signer``: the actor's key,
+    or a server's key certified to speak for the actors who sign in to it, named ``via``), and
+    authority comes only from certificates the trust root signed.
+    """
+
     store: Store
     clock: Clock = utcnow
+    trust: Trust | None = field(default_factory=Trust.from_env)
+    signer: Signer | None = None
+    via: str | None = None
+
+    @property
+    def signed_mode(self) -> bool:
+        return self.trust is not None
+
+    def authority(self, registry: Registry | None = None) -> Authority | None:
+        """What the trust root certified, from the registry's signed documents (signed mode)."""
+        if self.trust is None:
+            return None
+        return Authority.build(self.trust, (registry or self.store.registry()).signed)
 
     # --- reading --------------------------------------------------------------------------
 
@@ -77,7 +104,11 @@ class Controller:
     def run(self, ref: str, command: Command, *, idempotency_key: str | None = None) -> Decision:
         now = self.clock()
         item = self.item(ref)
-        command_digest = digest({"item": item.id if item else ref, **command.to_plain()})
+        try:
+            command_digest = digest({"item": item.id if item else ref, **command.to_plain()})
+        except (CanonicalError, TypeError, ValueError):
+            # input with no canonical form (NaN, an integer beyond 2**53, a lone surrogate)
+            return self._commit(refused(item, [Reason.INVALID_INPUT], ref), command, now).decision
         if idempotency_key:
             seen = self.store.idempotency(idempotency_key)
             if seen is not None:
@@ -119,21 +150,72 @@ class Controller:
         head, legacy = self.store.head(item.id)
         findings = head_findings(item, head, legacy)
         registry = self.store.registry()
+        actors = dict(registry.actors)
         if isinstance(command, ActorCommand):
             findings += registry.findings
+        authority = self.authority(registry)
+        if authority is not None and isinstance(command, ActorCommand):
+            actors = authority.actors(now)
+            command, problems = self._attested(item, command, policy, authority, actors, now)
+            if problems:
+                return replace(
+                    refused(item, [Reason.SIGNATURE_INVALID]), explanation=tuple(problems)
+                )
         if findings:
             if not (isinstance(command, Close) and registry.ok):
                 return refused(item, [Reason.INTEGRITY_FAILED])
             # closing never acts: the way out of a record nobody can trust, with the findings
             # kept in its history
             command = replace(command, integrity=tuple(findings))
-        return decide(item, command, Context(now, policy, registry.actors))
+        return decide(item, command, Context(now, policy, actors))
 
     def _commit(
         self, decision: Decision, command: Command, now: datetime, write: Writer | None = None
     ) -> Commit:
         actor = command.actor if isinstance(command, ActorCommand) else None
         return commit(self.store, decision, command=command.name, actor=actor, now=now, write=write)
+
+    def _attested(
+        self,
+        item: Item,
+        command: ActorCommand,
+        policy: Policy,
+        authority: Authority,
+        actors: Mapping[str, Actor],
+        now: datetime,
+    ) -> tuple[ActorCommand, list[str]]:
+        """The command with its attestation (signed here with ``signer`` unless the command
+        brought one), and why that attestation does not authorise it (empty when it does)."""
+        attestation = command.attestation
+        if attestation is None:
+            if self.signer is None:
+                return command, [
+                    "signed mode: sign the command with the actor's key (--key PATH, "
+                    "STOPLINE_KEY or ssh-agent)"
+                ]
+            held = actors.get(command.actor)
+            roles = needed_roles(item, command, policy) & (held.roles if held else frozenset())
+            proposal = item.doc("proposal") or {}
+            signed = attest(
+                item,
+                command,
+                self.signer,
+                now,
+                roles=sorted(roles),
+                policy_version=proposal.get("policy_version"),
+                via=self.via,
+            )
+            attestation = signed.to_plain()
+        problems = attestation_problems(
+            authority,
+            attestation,
+            command=command.name,
+            item=item.id,
+            actor=command.actor,
+            binds=binds_for(item, command),
+            now=now,
+        )
+        return replace(command, attestation=attestation), problems
 
     def _replay(
         self,
@@ -281,6 +363,11 @@ class Controller:
     def add_actor(self, name: str, roles: list[str]) -> Actor:
         """Add an actor (or roles to one). Names are normalised and checked (``core.names``);
         a name that looks like another registered actor's is refused."""
+        if self.trust is not None:
+            raise ActorError(
+                "signed mode: actors and their roles come from certificates the trust root "
+                "signed (stopline keys certify)"
+            )
         name = _check_name(ACTOR, name)
         roles = [_check_name(ROLE, role) for role in roles]
         registry = self.store.actors()
@@ -325,7 +412,22 @@ class Controller:
         if actor is None or not actor.active:
             return None
         token = "stl_" + secrets.token_urlsafe(32)
-        self.store.add_token(name, hash_token(token), self.clock())
+        now = self.clock()
+        signed = None
+        if self.trust is not None:
+            # in signed mode a token authenticates only if its actor signed its issue
+            if self.signer is None:
+                raise ActorError("signed mode: sign the token's issue with the actor's key (--key)")
+            body = {"kind": TOKEN, "v": 1, "actor": name, "token": hash_token(token)}
+            signed = sign({**body, "at": format_time(now)}, self.signer).to_plain()
+            authority = self.authority()
+            assert authority is not None
+            problems = token_problems(
+                authority, signed, actor=name, token_hash=hash_token(token), now=now
+            )
+            if problems:
+                raise ActorError("; ".join(problems))
+        self.store.add_token(name, hash_token(token), now, signed=signed)
         return token
 
     def authenticate(self, token: str) -> Actor | None:
@@ -338,6 +440,21 @@ class Controller:
         issued = registry.tokens.get(hash_token(token))
         if not registry.ok or issued is None or issued.revoked or issued.actor != name:
             return None
+        authority = self.authority(registry)
+        if authority is not None:
+            now = self.clock()
+            signed = next(
+                (
+                    d.get("signed")
+                    for change, d in registry.signed
+                    if change == "token_issue" and d.get("token") == hash_token(token)
+                ),
+                None,
+            )
+            problems = token_problems(
+                authority, signed, actor=name, token_hash=hash_token(token), now=now
+            )
+            return None if problems else authority.actors(now).get(name)
         actor = registry.actors.get(name)
         return actor if actor is not None and actor.active else None
 

@@ -15,6 +15,7 @@ consistent by someone who recomputes every hash (see docs/security.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from .core.integrity import Finding, head_findings
@@ -29,6 +30,8 @@ from .core.verify import (
     verify_item,
 )
 from .store import Store
+from .trust.authority import Authority, Trust
+from .trust.checks import signature_findings
 
 NAME_INVALID = "name_invalid"
 NAME_LOOKALIKE = "name_lookalike"
@@ -56,8 +59,13 @@ class Report:
         }
 
 
-def verify_store(store: Store) -> Report:
+def verify_store(store: Store, trust: Trust | None = None) -> Report:
+    """Everything found wrong with ``store``; with ``trust`` (signed mode) also every signature
+    the items' authority rests on and every signed registry document."""
     report = Report()
+    registry = store.registry()
+    authority = None if trust is None else Authority.build(trust, registry.signed)
+    now = datetime.now(UTC)
     histories: dict[str, list[Event]] = {}
     legacy = store.legacy_seals()
     for item, events in store.iter_items_with_events():
@@ -71,6 +79,8 @@ def verify_store(store: Store) -> Report:
         report.findings += [
             f for f in head_findings(item, head, sealed_at_upgrade) if f not in report.findings
         ]
+        if authority is not None:
+            report.findings += signature_findings(item, head, authority, now)
         problem = name_problem("automation", item.automation)
         if problem:
             report.findings.append(Finding("item", item.id, "automation", NAME_INVALID, problem))
@@ -91,8 +101,12 @@ def verify_store(store: Store) -> Report:
                 )
             )
     report.findings += ledger_findings(store.ledger(), histories)
-    registry = store.registry()
     report.findings += registry.findings
+    if authority is not None:
+        report.findings += [
+            Finding("registry", "signed", "signature", "signature_invalid", problem)
+            for problem in authority.problems
+        ]
     for name, actor in sorted(registry.actors.items()):
         problem = name_problem("actor", name)
         if problem:

@@ -4,8 +4,9 @@ person can recompute from ``stopline show``."""
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
+
+import rfc8785
 
 from .apps.refund_app import build_app
 from .conftest import Env
@@ -18,10 +19,9 @@ def approve(ref: str, digest: str, actor: str) -> list[str]:
 
 
 def recompute(proposal: dict[str, Any]) -> str:
-    """sha256 of the canonical JSON of the covered fields, written out here by hand."""
+    """sha256 of the RFC 8785 canonical JSON of the covered fields (the rfc8785 package)."""
     body = {k: v for k, v in proposal.items() if k not in VIEW_ONLY}
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(rfc8785.dumps(body)).hexdigest()
 
 
 # --- N of M ----------------------------------------------------------------------------------

@@ -126,6 +126,25 @@ def test_bad_usage_exits_2(demo_db: str) -> None:
     assert out.returncode == 2
 
 
+def test_json_arguments_outside_the_input_limits_exit_2(
+    demo_db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """NaN, 1e999, a 20-digit integer or a lone surrogate in --params: exit 2, one line, no write."""
+    ref = "service-health/checkout-api"
+    _, before = run_json(capsys, "history", ref, "--db", demo_db)
+    for params, where in [
+        ('{"a": NaN}', "$.a: not_finite"),
+        ('{"a": [1e999]}', "$.a[0]: not_finite"),
+        ('{"a": 100000000000000000000}', "$.a: integer_range"),
+        ('{"a": "\\ud800"}', "$.a: unicode"),
+    ]:
+        code = main(["edit", ref, "--actor", "alice", "--params", params, "--db", demo_db])
+        err = capsys.readouterr().err
+        assert code == 2 and where in err and len(err.strip().splitlines()) == 1, err
+    _, after = run_json(capsys, "history", ref, "--db", demo_db)
+    assert after == before
+
+
 def test_verify_detects_a_tampered_event(demo_db: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Editing one event row directly makes `verify` exit 3 and name the item."""
     code, doc = run_json(capsys, "verify", "--db", demo_db)

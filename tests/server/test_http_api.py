@@ -155,6 +155,11 @@ def test_malformed_input_is_422_and_writes_nothing(demo: Demo, live: Server) -> 
             (f"{url}/revise", b'{"reason": "ok", "artifacts": []}'),
             (f"{url}/review", b'{"packet": "p", "verdict": "maybe"}'),
             (f"{url}/edit", b'{"params": {"x": NaN}}'),
+            (f"{url}/edit", b'{"params": {"x": 100000000000000000000}}'),
+            (f"{url}/edit", b'{"params": {"x": 1e999}}'),
+            (f"{url}/edit", b'{"params": {"x": "\\ud800"}}'),
+            (f"{url}/edit", b'{"params": ' + b'{"x": ' * 100 + b"1" + b"}" * 101),
+            (f"{url}/resolve", b'{"reason": "ok", "input": {"n": [-9007199254740992]}}'),
             ("/api/items/bad%20id/close", b'{"reason": "ok"}'),
         ]
         for path, body in cases:

@@ -6,7 +6,11 @@ import re
 from collections.abc import Callable
 from datetime import timedelta
 
+from starlette.datastructures import FormData
+
+from stopline.commands.table import COMMANDS
 from stopline.web import present
+from stopline.web.item import form_values
 
 from .conftest import Demo
 from .httphelp import Server, csrf_of, nothing_written, sign_in
@@ -223,3 +227,18 @@ def test_presenters() -> None:
     rows = present.artifact_rows(mismatch)
     assert rows[0]["status"] == "mismatch"
     assert rows[0]["diff"] == [{"field": "body", "intended": "intended"}]
+
+
+def test_form_json_fields_outside_the_input_limits_are_problems() -> None:
+    """A form's JSON field with NaN, 1e999, a 20-digit integer or bad syntax is a listed problem."""
+    spec = COMMANDS["edit"]
+    for raw, expected in [
+        ('{"a": NaN}', "$.a: not_finite"),
+        ('{"a": 1e999}', "$.a: not_finite"),
+        ('{"a": 100000000000000000000}', "$.a: integer_range"),
+        ("{not json", "$: syntax"),
+    ]:
+        fields, problems = form_values(spec, FormData([("params", raw)]))
+        assert any(expected in p for p in problems), problems
+    fields, problems = form_values(spec, FormData([("params", '{"a": 1.5}')]))
+    assert problems == [] and fields["params"] == {"a": 1.5}

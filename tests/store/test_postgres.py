@@ -176,7 +176,13 @@ def test_claim_uses_the_due_index_at_scale(pg: PostgresStore) -> None:
         )
     with pg._read() as cur:
         cur.execute("ANALYZE items")
-        params = {"worker": "w", "now": T0 + 50000 * S, "expires_at": T0, "automations": None}
+        params = {
+            "worker": "w",
+            "now": T0 + 50000 * S,
+            "expires_at": T0,
+            "automations": None,
+            "leases": None,
+        }
         cur.execute("EXPLAIN " + pg.q["claim"], params)
         plan = "\n".join(row["QUERY PLAN"] for row in cur.fetchall())
     assert "items_due" in plan, plan

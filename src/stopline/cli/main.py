@@ -19,6 +19,7 @@ from ..core.decision import Decision, Outcome
 from ..core.names import InvalidName, check_actor_name
 from ..core.states import State
 from ..store import ENV_URL, Store, StoreError, database_url, open_store
+from ..trust.authority import Trust
 from ..verification import verify_store
 from ..views import event_view, item_view, next_commands, summary_view, why
 from . import render
@@ -116,7 +117,7 @@ def cmd_history(args: argparse.Namespace, store: Store, out: Out) -> int:
 
 
 def cmd_verify(args: argparse.Namespace, store: Store, out: Out) -> int:
-    report = verify_store(store)
+    report = verify_store(store, Trust.from_env())
     text = (
         f"{'ok' if report.ok else 'PROBLEMS'}: {report.items} items, {report.events} events checked"
     )

@@ -7,12 +7,12 @@ one place a value typed as text (a flag, a form field) becomes a typed value.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from ..core import limits
 from ..core.records import Item
 
 MAX_TEXT = 10_000
@@ -152,11 +152,14 @@ def _no_constants(name: str) -> Any:
 
 
 def parse_json(text: str, label: str) -> tuple[Any, list[str]]:
-    """A JSON document typed as text: strict JSON (no NaN or Infinity), or the problem."""
-    try:
-        return json.loads(text, parse_constant=_no_constants), []
-    except (ValueError, RecursionError) as exc:
-        return None, [f"{label} is not valid JSON: {str(exc)[:200]}"]
+    """A JSON document typed as text, within the input limits of docs/records.md (no NaN or
+    infinities, integers within ±(2**53 - 1), valid Unicode, bounded depth and size), or the
+    problems."""
+    value, violations = limits.parse_json(text)
+    if violations:
+        kind = "is not valid JSON" if violations[0].limit == limits.SYNTAX else "breaks the limits"
+        return None, [f"{label} {kind}: " + "; ".join(map(str, violations))]
+    return value, []
 
 
 ABSENT: Any = object()

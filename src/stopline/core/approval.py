@@ -71,15 +71,16 @@ def decide_approve(item: Item, command: Approve, ctx: Context) -> Decision:
         if a["digest"] != proposal["digest"] or approver_reasons(ctx, proposal, a["actor"])[0]
     ]
     approvals = [a for a in approvals if a["actor"] not in voided]
-    approvals.append(
-        {
-            "actor": command.actor,
-            "at": format_time(ctx.now),
-            "digest": proposal["digest"],
-            "role": role,
-            "policy_version": proposal["policy_version"],
-        }
-    )
+    approval: dict[str, Any] = {
+        "actor": command.actor,
+        "at": format_time(ctx.now),
+        "digest": proposal["digest"],
+        "role": role,
+        "policy_version": proposal["policy_version"],
+    }
+    if command.attestation is not None:
+        approval["attestation"] = command.attestation
+    approvals.append(approval)
     holding = {a["actor"] for a in approvals}
     enough = len(holding) >= int(proposal["required_approvals"])
     target = S.APPROVED if enough else S.AWAITING_APPROVAL
@@ -107,7 +108,7 @@ def decide_approve(item: Item, command: Approve, ctx: Context) -> Decision:
 def policy_reasons(ctx: Context, proposal: Mapping[str, Any]) -> list[str]:
     """A proposal made under another approval policy needs a new proposal (``reinspect``):
     approving it, or running it, under rules nobody approved would be neither."""
-    if ctx.policy is not None and ctx.policy.approval.version != proposal["policy_version"]:
+    if ctx.policy is not None and proposal["policy_version"] not in ctx.policy.approval.versions:
         return [Reason.POLICY_CHANGED]
     return []
 

@@ -1,19 +1,32 @@
-"""Canonical JSON and SHA-256 digests.
+"""Canonical JSON (RFC 8785, the JSON Canonicalization Scheme) and SHA-256 digests.
 
 Every digest stopline shows (proposal, evidence, artifact content, QA, review packet, revision
 request, event hash) is ``sha256(canonical_json(value))`` written as lowercase hex. The canonical
-form is what anyone can recompute from ``stopline show --json``:
+form is RFC 8785, so anyone can recompute a digest from ``stopline show --json`` with any JCS
+implementation, in any language:
 
-* objects have string keys, sorted by code point; arrays keep their order;
-* UTF-8, no insignificant whitespace (``","`` and ``":"`` separators), non-ASCII kept as is;
-* integers as JSON integers; finite floats as Python's ``repr``; NaN and infinities are refused;
+* objects have string keys, sorted by their UTF-16 code units; arrays keep their order;
+* UTF-8, no insignificant whitespace; strings escape only ``"``, ``\\`` and the control
+  characters (``\\b \\t \\n \\f \\r``, the others as ``\\u00xx``), everything else is kept as is;
+* numbers are written as ECMAScript writes them (``1.0`` -> ``1``, ``1e-7`` -> ``1e-7``,
+  ``1e21`` -> ``1e+21``, ``0.00001`` -> ``0.00001``); integers must lie within
+  ±(2**53 - 1), the range a JSON number represents exactly everywhere;
+* NaN, infinities, strings with lone surrogates and non-string keys are refused.
+
+Before a value is serialised, these rules make it plain JSON (:func:`to_plain`):
+
 * times (``datetime``) must be timezone-aware and become RFC 3339 UTC strings with microseconds,
   ``"2026-11-29T21:39:20.000000Z"``;
 * bytes become ``{"$bytes": "<standard base64>"}``;
-* tuples are arrays; ``None``, ``True`` and ``False`` are ``null``, ``true`` and ``false``.
+* tuples are arrays; ``None``, ``True`` and ``False`` are ``null``, ``true`` and ``false``;
+* an object with a ``to_plain()`` method is serialised as what it returns.
 
-Anything else (sets, non-string keys, naive times) raises :class:`CanonicalError`: a digest is
-never computed over a value that two readers could serialise differently.
+Anything else (sets, decimals, naive times) raises :class:`CanonicalError`: a digest is never
+computed over a value that two readers could serialise differently.
+
+Digests made before RFC 8785 (the *legacy* form: keys sorted by code point, floats as Python's
+``repr``, integers of any size) are still recognised by :func:`digest_matches`; every new digest
+is RFC 8785.
 """
 
 from __future__ import annotations
@@ -22,9 +35,13 @@ import base64
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
+
+MAX_SAFE_INTEGER = 2**53 - 1
+"""The largest integer every JSON reader holds exactly (an IEEE 754 double's 53-bit mantissa)."""
 
 
 class CanonicalError(ValueError):
@@ -48,6 +65,10 @@ def parse_time(text: str) -> datetime:
     return value.astimezone(UTC)
 
 
+def _bytes_object(value: bytes | bytearray | memoryview) -> dict[str, str]:
+    return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
+
+
 def to_plain(value: Any) -> Any:
     """The JSON-ready form of ``value`` under the rules above."""
     if value is None or isinstance(value, bool | str):
@@ -61,7 +82,7 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, datetime):
         return format_time(value)
     if isinstance(value, bytes | bytearray | memoryview):
-        return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
+        return _bytes_object(value)
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for key, item in value.items():
@@ -77,10 +98,157 @@ def to_plain(value: Any) -> Any:
     raise CanonicalError(f"{type(value).__name__} has no canonical form")
 
 
-def canonical_json(value: Any) -> str:
-    return json.dumps(
-        to_plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+# --- RFC 8785 ----------------------------------------------------------------------------------
+
+
+def format_integer(value: int) -> str:
+    """An integer as RFC 8785 writes it; outside ±(2**53 - 1) it is refused."""
+    if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        return int.__repr__(value)
+    # Never format the integer itself: past 4300 digits str() raises ValueError.
+    raise CanonicalError(
+        f"integer of {value.bit_length()} bits is outside ±(2**53 - 1), "
+        "the range a JSON number holds exactly"
     )
+
+
+def format_float(value: float) -> str:
+    """A finite float as ECMAScript's ``Number.prototype.toString`` writes it (RFC 8785 3.2.2.3).
+
+    Python's ``repr`` and ECMAScript both write the shortest digit string that reads back as
+    the same double; they differ only in layout, which is rebuilt here from ``repr``'s digits.
+    """
+    if not math.isfinite(value):
+        raise CanonicalError("NaN and infinities have no canonical form")
+    if value == 0:
+        return "0"  # and -0.0 too, as ECMAScript writes it
+    text = float.__repr__(value)
+    if "e" not in text:
+        # repr writes 1e-4 <= |x| < 1e16 positionally, as ECMAScript does (1e-6 <= |x| < 1e21),
+        # with the same digits; only an integral value's trailing ".0" goes.
+        return text[:-2] if text.endswith(".0") else text
+    sign = "-" if text[0] == "-" else ""
+    mantissa, _, exponent = text.lstrip("-").partition("e")
+    digits = mantissa.replace(".", "")  # repr's mantissa is "d" or "d.ddd", no trailing zeros
+    k = len(digits)
+    n = int(exponent) + 1  # the value is 0.<digits> * 10**n
+    if k <= n <= 21:
+        return sign + digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return sign + digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return sign + "0." + "0" * -n + digits
+    e = n - 1
+    fraction = "." + digits[1:] if k > 1 else ""
+    return f"{sign}{digits[0]}{fraction}e{'+' if e > 0 else '-'}{abs(e)}"
+
+
+# json's C string encoder escapes exactly what RFC 8785 escapes (", \, control characters, with
+# lowercase hex) and nothing else when ensure_ascii is off.
+quote_string = json.encoder.encode_basestring
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate() -> CanonicalError:
+    return CanonicalError("string holds a lone surrogate (U+D800..U+DFFF): not valid Unicode")
+
+
+def _utf16_key(member: tuple[str, Any]) -> bytes:
+    return member[0].encode("utf-16-be", "surrogatepass")
+
+
+class _Text(str):
+    """Text to emit as is (never a value: values of this type only come from here)."""
+
+    __slots__ = ()
+
+
+class _Close:
+    """Leaves a container: emits its closing text and ends its cycle guard."""
+
+    __slots__ = ("text", "value")
+
+    def __init__(self, value: Any, text: str) -> None:
+        self.value = value  # held so that its id is not reused while it is open
+        self.text = text
+
+
+_COMMA = _Text(",")
+
+
+def canonical_json(value: Any) -> str:
+    """The RFC 8785 text of ``value`` (after the :func:`to_plain` rules).
+
+    Iterative, so a value of any depth is serialised (or refused) without a RecursionError.
+    """
+    out: list[str] = []
+    stack: list[Any] = [value]
+    open_ids: set[int] = set()
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is _Text:
+            out.append(item)
+        elif kind is _Close:
+            open_ids.discard(id(item.value))
+            out.append(item.text)
+        elif item is None:
+            out.append("null")
+        elif item is True:
+            out.append("true")
+        elif item is False:
+            out.append("false")
+        elif isinstance(item, str):
+            out.append(quote_string(item))
+        elif isinstance(item, int):
+            out.append(format_integer(item))
+        elif isinstance(item, float):
+            out.append(format_float(item))
+        elif isinstance(item, datetime):
+            out.append(quote_string(format_time(item)))
+        elif isinstance(item, bytes | bytearray | memoryview):
+            out.append('{"$bytes":' + quote_string(_bytes_object(item)["$bytes"]) + "}")
+        else:
+            if id(item) in open_ids:
+                raise CanonicalError("circular reference has no canonical form")
+            if isinstance(item, Mapping):
+                members: list[tuple[str, Any]] = []
+                for key, member in item.items():
+                    if not isinstance(key, str):
+                        raise CanonicalError(
+                            f"object key must be a string, not {type(key).__name__}"
+                        )
+                    members.append((key, member))
+                members.sort(key=_utf16_key)
+                open_ids.add(id(item))
+                out.append("{")
+                stack.append(_Close(item, "}"))
+                for i in range(len(members) - 1, -1, -1):
+                    key, member = members[i]
+                    stack.append(member)
+                    stack.append(_Text(quote_string(key) + ":"))
+                    if i:
+                        stack.append(_COMMA)
+            elif isinstance(item, Sequence):
+                open_ids.add(id(item))
+                out.append("[")
+                stack.append(_Close(item, "]"))
+                elements = list(item)
+                for i in range(len(elements) - 1, -1, -1):
+                    stack.append(elements[i])
+                    if i:
+                        stack.append(_COMMA)
+            else:
+                plain = getattr(item, "to_plain", None)
+                if not callable(plain):
+                    raise CanonicalError(f"{kind.__name__} has no canonical form")
+                open_ids.add(id(item))
+                stack.append(_Close(item, ""))
+                stack.append(plain())
+    text = "".join(out)
+    if not text.isascii() and _SURROGATE.search(text):
+        raise _lone_surrogate()
+    return text
 
 
 def digest(value: Any) -> str:
@@ -114,36 +282,205 @@ class FrozenDict(dict[str, Any]):
 EMPTY_MAP: Mapping[str, Any] = FrozenDict()
 
 
+# --- the fast path: json's C encoder, checked -----------------------------------------------
+
+
+def _canonical_default(value: Any) -> Any:
+    """What the C encoder cannot write itself, turned plain by the :func:`to_plain` rules."""
+    if isinstance(value, datetime):
+        return format_time(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return _bytes_object(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return list(value)
+    plain = getattr(value, "to_plain", None)
+    if callable(plain):
+        return plain()
+    raise CanonicalError(f"{type(value).__name__} has no canonical form")
+
+
+_C_CANONICAL = json.JSONEncoder(
+    default=_canonical_default,
+    sort_keys=True,
+    separators=(",", ":"),
+    ensure_ascii=False,
+    allow_nan=False,
+)
+
+
+_C_TEXT_OK, _C_TEXT_FLOATS, _C_TEXT_WRONG = 0, 1, 2
+
+
+def _c_text_status(value: Any) -> int:
+    """How json's C encoder wrote ``value`` (already encoded by it, so acyclic) against RFC 8785.
+
+    Its text differs only through: a key that is not a string (written as a string), an integer
+    outside ±(2**53 - 1), keys sorted by code point where RFC 8785 sorts by UTF-16 code units
+    (the orders differ only for a key holding a character at or above U+E000): all
+    ``_C_TEXT_WRONG``, left to the exact serialiser, as is any type it does not know here; and
+    a float that ``repr`` writes as an integer (``1.0``) or with an exponent (``1e-05``):
+    ``_C_TEXT_FLOATS``, which :func:`_refit_floats` mends in the text.
+    """
+    status = _C_TEXT_OK
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is dict or kind is FrozenDict:
+            try:
+                ascii_keys = all(map(str.isascii, item))  # TypeError: a key is not a string
+            except TypeError:
+                return _C_TEXT_WRONG
+            if not ascii_keys and any(key and max(key) >= "\ue000" for key in item):
+                return _C_TEXT_WRONG
+            stack.extend(item.values())
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+        elif kind is int:
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                return _C_TEXT_WRONG
+        elif kind is float:
+            text = float.__repr__(item)
+            if "e" in text or text.endswith(".0"):
+                status = _C_TEXT_FLOATS
+        elif not isinstance(item, str | datetime | bytes | bytearray | memoryview):
+            return _C_TEXT_WRONG
+    return status
+
+
+# A JSON string as the C encoder writes it (no raw quote or backslash inside but escapes), and
+# a float token that repr writes otherwise than RFC 8785: with an exponent, or integral ("2.0").
+_JSON_STRING = re.compile(r'("[^"\\]*(?:\\.[^"\\]*)*")', re.DOTALL)
+_REPR_FLOAT = re.compile(r"(?<![0-9.])-?[0-9]+(?:\.0(?![0-9])|(?:\.[0-9]+)?e[+-][0-9]+)")
+
+
+def _es_float(match: re.Match[str]) -> str:
+    return format_float(float(match.group()))  # float(repr(x)) is x
+
+
+def _refit_floats(text: str) -> str:
+    """The C encoder's text with every float rewritten in the RFC 8785 form; strings untouched."""
+    parts = _JSON_STRING.split(text)  # even indexes: between strings; odd: the strings
+    for i in range(0, len(parts), 2):
+        if "." in parts[i] or "e" in parts[i]:
+            parts[i] = _REPR_FLOAT.sub(_es_float, parts[i])
+    return "".join(parts)
+
+
+def fast_digest(value: Any) -> str:
+    """:func:`digest` for the hot path (the event hash of every transition).
+
+    json's C encoder writes the text, then one pass over the value confirms that RFC 8785
+    writes nothing in it differently (see :func:`_c_text_status`). Floats that ``repr`` writes
+    differently are rewritten in the text; the rare value with another difference (a key above
+    U+E000, an integer out of range, a type the pass does not know) is written again by
+    :func:`canonical_json`. Equal to ``digest(value)`` for every value, refusals included (a
+    property test holds them together).
+    """
+    try:
+        text = _C_CANONICAL.encode(value)
+    except (ValueError, TypeError, RecursionError):
+        # NaN, a circular or very deep value: the exact serialiser refuses it with the precise
+        # reason (or, for a deep value, writes it: it does not recurse).
+        return digest(value)
+    status = _c_text_status(value)
+    if status == _C_TEXT_WRONG:
+        return digest(value)
+    if status == _C_TEXT_FLOATS:
+        text = _refit_floats(text)
+    try:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    except UnicodeEncodeError:
+        raise _lone_surrogate() from None
+
+
+# --- the legacy form: digests made before RFC 8785 ---------------------------------------------
+
+
+def legacy_canonical_json(value: Any) -> str:
+    """The canonical text of digests made before RFC 8785: keys sorted by code point, floats
+    as Python's ``repr`` (``1.0``, ``1e-07``), integers of any size."""
+    return json.dumps(
+        to_plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def legacy_digest(value: Any) -> str:
+    """``sha256`` of :func:`legacy_canonical_json`, lowercase hex."""
+    return hashlib.sha256(legacy_canonical_json(value).encode("utf-8")).hexdigest()
+
+
 def _storage_default(value: Any) -> Any:
     if isinstance(value, Mapping):
         return dict(value)
     if isinstance(value, datetime):
         return format_time(value)
     if isinstance(value, bytes | bytearray | memoryview):
-        return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
+        return _bytes_object(value)
     plain = getattr(value, "to_plain", None)
     if callable(plain):
         return plain()
     raise CanonicalError(f"{type(value).__name__} has no JSON form")
 
 
-_CANONICAL = json.JSONEncoder(
+_LEGACY_C_CANONICAL = json.JSONEncoder(
     default=_storage_default,
     sort_keys=True,
     separators=(",", ":"),
     ensure_ascii=False,
     allow_nan=False,
 )
+
+
+def legacy_fast_digest(value: Any) -> str:
+    """The event hash as it was made before RFC 8785 (json's C encoder, nothing checked)."""
+    return hashlib.sha256(_LEGACY_C_CANONICAL.encode(value).encode("utf-8")).hexdigest()
+
+
+def digest_matches(value: Any, expected: str) -> bool:
+    """Whether ``expected`` is the digest of ``value`` in the RFC 8785 form or the legacy one.
+
+    Databases written before RFC 8785 hold digests and event hashes made in the legacy form;
+    recomputation accepts either, and every new digest is RFC 8785.
+
+    Accepting both forms for the same value is safe. Each form is an injective serialisation:
+    within one form, two different JSON values never share a text (string keys, sorted and
+    unique; one spelling per string and per number). Across the two forms, a text that both
+    could produce parses back to one JSON value, so it was made from that value whichever form
+    made it. Hence, short of a SHA-256 collision, ``expected`` matches only if it was made over
+    this very value; an edited proposal or a rewritten event matches in neither form.
+    Accepting the second form adds a second spelling of the same value, never another value.
+    (Numbers compare as JSON numbers: ``1`` and ``1.0`` are one value, which RFC 8785 writes
+    as ``1`` and the legacy form wrote as given.)
+
+    Never raises: a value without a form in one scheme (NaN, a key that is not a string, an
+    integer beyond ±(2**53 - 1) in RFC 8785) simply does not match in that scheme.
+    """
+    return any(made == expected for made in _digests_in_each_form(value))
+
+
+def digest_forms(value: Any) -> tuple[str, ...]:
+    """The digest of ``value`` in each form :func:`digest_matches` accepts, RFC 8785 first; a
+    form ``value`` has no text in is left out. For identifiers cut from a digest (a policy
+    version is its first 16 hex digits): ``version in {d[:16] for d in digest_forms(v)}``."""
+    return tuple(dict.fromkeys(_digests_in_each_form(value)))
+
+
+def _digests_in_each_form(value: Any) -> Iterator[str]:
+    for make in (fast_digest, legacy_digest):
+        try:
+            yield make(value)
+        except (ValueError, TypeError, RecursionError):
+            continue
+
+
 _STORAGE = json.JSONEncoder(
     default=_storage_default, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )
-
-
-def fast_digest(value: Any) -> str:
-    """:func:`digest` through the C encoder, for values the core builds itself (string keys
-    only, times and bytes converted as in the canonical form): the event hash of every
-    transition. Equal to ``digest(value)`` for such values (a test holds them together)."""
-    return hashlib.sha256(_CANONICAL.encode(value).encode("utf-8")).hexdigest()
 
 
 def storage_json(value: Any) -> str:
@@ -170,7 +507,3 @@ def freeze(value: Any) -> Any:
 def thaw(value: Any) -> Any:
     """The mutable JSON-ready twin of :func:`freeze` (times and bytes converted)."""
     return to_plain(value)
-
-
-# The form digests had before RFC 8785; replaced by the canonical-form change.
-legacy_digest = digest

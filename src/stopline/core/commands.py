@@ -183,7 +183,16 @@ class ReadBack(WorkerCommand):
 
 @dataclass(frozen=True)
 class ActorCommand(Command):
+    """A person's command. ``attestation``: in signed mode, the signed record of what the actor
+    authorises (``stopline.trust``); kept in the event, and with an approval in the proposal."""
+
     actor: str
+    attestation: Mapping[str, Any] | None = field(default=None, kw_only=True)
+
+    def to_plain(self) -> dict[str, Any]:
+        plain = super().to_plain()
+        plain.pop("attestation", None)  # a signature is fresh on every try: keys bind the rest
+        return plain
 
 
 @dataclass(frozen=True)

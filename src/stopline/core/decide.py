@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from . import approval, delivery, failures, guard, operator, revision, work
 from .canonical import CanonicalError, canonical_json
 from .commands import (
     Acknowledge,
+    ActorCommand,
     Approve,
     Bind,
     Close,
@@ -119,4 +121,6 @@ def decide(item: Item | None, command: Command, ctx: Context) -> Decision:
     handler = HANDLERS.get(type(command))
     if handler is None:
         return refused(item, [Reason.ILLEGAL_TRANSITION])
+    if isinstance(command, ActorCommand):
+        ctx = replace(ctx, attestation=command.attestation)
     return handler(item, command, ctx)

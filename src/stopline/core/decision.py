@@ -25,6 +25,8 @@ class Decision:
     before: Item | None = None
     after: Item | None = None
     event: Event | None = None
+    # the specifics behind the reasons, in plain sentences (not part of the decision JSON)
+    explanation: tuple[str, ...] = ()
 
     @property
     def applied(self) -> bool:

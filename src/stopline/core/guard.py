@@ -40,13 +40,16 @@ def integrity_failed(item: Item, ctx: Context, actor: str, findings: Sequence[Fi
     """Stop a work item whose record cannot be trusted. The event records every finding, so the
     tampering stays in the history even though the next seal covers the record as found."""
     listed = [f.to_plain() for f in findings[:MAX_RECORDED_FINDINGS]]
+    reasons: tuple[str, ...] = (Reason.INTEGRITY_FAILED,)
+    if any(f.reason == Reason.SIGNATURE_INVALID for f in findings):
+        reasons += (Reason.SIGNATURE_INVALID,)
     return transition(
         item,
         Cmd.INTEGRITY_FAILED,
         S.EXCEPTION,
         ctx,
         actor=actor,
-        reasons=(Reason.INTEGRITY_FAILED,),
+        reasons=reasons,
         data={
             "exception": {
                 "owner": OWNER,

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .canonical import CanonicalError, digest, fast_digest, format_time
+from .canonical import CanonicalError, digest_matches, fast_digest, format_time
 from .records import Event, Item
 
 SEAL_VERSION = 1
@@ -224,10 +224,3 @@ def proposal_findings(item: Item) -> list[Finding]:
         return found
     except (KeyError, TypeError, ValueError, CanonicalError) as exc:
         return [Finding("item", ref, "proposal", RECORD_MALFORMED, f"malformed proposal: {exc}")]
-
-
-def digest_matches(value: Any, expected: Any) -> bool:
-    try:
-        return isinstance(expected, str) and digest(value) == expected
-    except (CanonicalError, TypeError, ValueError):
-        return False

@@ -13,7 +13,7 @@ from datetime import timedelta
 from functools import cached_property
 from typing import Any
 
-from .canonical import digest
+from .canonical import digest, digest_forms
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,12 @@ class ApprovalPolicy:
     @cached_property
     def version(self) -> str:
         return digest(self.to_plain())[:16]
+
+    @cached_property
+    def versions(self) -> frozenset[str]:
+        """Every name this policy has had: its version, and the one written before digests
+        followed RFC 8785 (proposals made then record that one)."""
+        return frozenset(d[:16] for d in digest_forms(self.to_plain()))
 
     @classmethod
     def from_plain(cls, doc: Mapping[str, Any]) -> ApprovalPolicy:

@@ -14,6 +14,7 @@ class Reason(StrEnum):
     UNKNOWN_AUTOMATION = "unknown_automation"
     INVALID_INPUT = "invalid_input"
     INTEGRITY_FAILED = "integrity_failed"
+    SIGNATURE_INVALID = "signature_invalid"
     # workers and leases
     NOT_DUE = "not_due"
     LEASE_HELD = "lease_held"

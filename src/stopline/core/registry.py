@@ -28,6 +28,9 @@ REVOKE_ROLE = "revoke_role"
 TOKEN_ISSUE = "token_issue"
 TOKEN_REVOKE = "token_revoke"
 POLICY = "policy"
+CERTIFY = "certify"
+REVOKE_KEY = "revoke_key"
+SIGNED = (CERTIFY, REVOKE_KEY)
 
 CHAIN_BROKEN = "chain_broken"
 REGISTRY_MISMATCH = "registry_mismatch"
@@ -84,6 +87,9 @@ class Registry:
     policies: dict[str, PolicyRecord] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     head: str = ""
+    length: int = 0
+    # (change, detail) of the events that carry a signed document (signed mode reads them)
+    signed: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -103,8 +109,13 @@ def _apply(registry: Registry, event: RegistryEvent) -> None:
         automation = name.removeprefix(AUTOMATION_PREFIX)
         registry.policies[automation] = PolicyRecord(str(detail["version"]), detail["policy"])
         return
+    if change in SIGNED:
+        registry.signed.append((change, detail))
+        return
     if change == TOKEN_ISSUE:
         registry.tokens[str(detail["token"])] = Token(name)
+        if "signed" in detail:
+            registry.signed.append((change, detail))
         return
     if change == TOKEN_REVOKE:
         for token in detail.get("tokens", ()):
@@ -147,6 +158,7 @@ def fold(events: Sequence[RegistryEvent]) -> Registry:
             )
         prev = event.hash
     registry.head = prev
+    registry.length = len(events)
     return registry
 
 

@@ -28,6 +28,8 @@ class Context:
     now: datetime
     policy: Policy | None = None
     actors: Mapping[str, Actor] = field(default_factory=dict)
+    # the signed record of a person's command (signed mode), kept with what it authorised
+    attestation: Mapping[str, Any] | None = None
 
     def actor(self, name: str) -> Actor | None:
         found = self.actors.get(name) if name else None
@@ -118,6 +120,20 @@ def transition(
     log = item.attempt_log
     if attempt_entry is not None:
         log = (*log, freeze(dict(attempt_entry)))
+    if not item.state.is_work and target.is_work:
+        # who let the item out of its stop (or completed) state, by which command, on which head: a worker
+        # in signed mode checks this record's signature before it runs the item again
+        release: dict[str, Any] = {
+            "command": cmd.value,
+            "actor": actor,
+            "seq": item.seq + 1,
+            "prev_hash": item.head,
+        }
+        if ctx.attestation is not None:
+            release["attestation"] = ctx.attestation
+        new_data = FrozenDict({**new_data, "release": freeze(release)})
+    if ctx.attestation is not None:
+        detail = {**(detail or {}), "attestation": ctx.attestation}
     released = not keep_lease
     after = replace(
         item,

@@ -7,7 +7,6 @@ input, 401 no valid bearer token, 403 a viewer or a read-only server, 404 no suc
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -19,6 +18,7 @@ from starlette.routing import BaseRoute, Route
 from ..commands.entry import Entry, Shell, check_idempotency_key, execute, validate
 from ..commands.runners import RunOptions
 from ..commands.table import exposed
+from ..core import limits
 from ..core.decision import Decision, Outcome
 from ..core.records import Actor, Item
 from ..core.states import State, StateClass
@@ -185,17 +185,16 @@ async def me_endpoint(request: Request) -> Response:
     )
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def parse_json(raw: bytes) -> tuple[Any, str | None]:
     if not raw.strip():
         return {}, None
-    try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant), None
-    except (ValueError, RecursionError) as exc:
-        return None, f"the body is not valid JSON: {str(exc)[:200]}"
+    # The input limits of docs/records.md: NaN, 1e999, integers beyond ±(2**53 - 1) (which the
+    # canonical form cannot hold), lone surrogates, bad UTF-8 and deep nesting are all 422.
+    value, violations = limits.parse_json(raw)
+    if violations:
+        kind = "is not valid JSON" if violations[0].limit == limits.SYNTAX else "breaks the limits"
+        return None, f"the body {kind}: " + "; ".join(map(str, violations))
+    return value, None
 
 
 def command_endpoint(entry: Entry) -> Any:

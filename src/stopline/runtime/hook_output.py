@@ -16,9 +16,9 @@ from dataclasses import fields, is_dataclass
 from datetime import datetime
 from typing import Any
 
+from ..core import limits
 from ..core.artifacts import Artifact, Asset
 from ..core.commands import QAResult
-from . import _interim_limits
 from .outcomes import Deliver, Evidence, Fail, NeedsEyes, Proposal, ReportForReview, RetryLater
 
 NoneType = type(None)
@@ -51,7 +51,7 @@ MEMBERS: dict[tuple[type, str], type] = {  # what each member of a sequence fiel
 
 def limit_violations(value: Any, path: str) -> list[str]:
     """Every input limit ``value`` breaks (the one place hook outputs meet the boundary)."""
-    return [str(v) for v in _interim_limits.check(value, path=path)]
+    return [str(v) for v in limits.check(value, path=path)]
 
 
 def problems(hook: str, output: Any) -> list[str]:
@@ -60,7 +60,7 @@ def problems(hook: str, output: Any) -> list[str]:
     root = f"$.{hook}"
     if isinstance(output, list | tuple):
         found: list[str] = []
-        for index, member in enumerate(output[: _interim_limits.MAX_MEMBERS + 1]):
+        for index, member in enumerate(output[: limits.DEFAULT.max_members + 1]):
             found += shape_problems(member, f"{root}[{index}]")
             if len(found) >= SHOWN:
                 break

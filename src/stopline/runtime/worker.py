@@ -27,11 +27,13 @@ from ..core.decide import decide
 from ..core.decision import Decision, Outcome, refused
 from ..core.policy import Policy
 from ..core.reasons import Reason
-from ..core.records import Item
+from ..core.records import Actor, Item
 from ..core.step import Context
 from ..core.work import continue_claim
 from ..store import Store
 from ..store.errors import connection_errors
+from ..trust.authority import Authority, Trust
+from ..trust.checks import signature_findings
 from .automation import App
 from .commit import Committed, commit
 from .crash_points import CrashPoints
@@ -60,8 +62,13 @@ class Worker:
         rng: Callable[[], float] = random.random,
         renew: bool = True,
         chain: bool = True,
+        trust: Trust | None = None,
+        host_trust: bool = True,
     ) -> None:
+        """``trust``: the trust root (signed mode); by default (``host_trust``) the host's,
+        from ``STOPLINE_TRUST_ROOT``."""
         self.store = store
+        self.trust = trust if trust is not None or not host_trust else Trust.from_env()
         self.app = app
         self.automations = app.by_name()
         self.id = worker_id or default_worker_id()
@@ -154,19 +161,32 @@ class Worker:
         if fresh is None or (fresh.version, fresh.lease_token) != (item.version, item.lease_token):
             raise LeaseLost(item.id)  # someone else wrote it: this claim is over
         head, legacy = self.store.head(item.id)
-        registry = self.store.registry() if authority else None
+        registry = self.store.registry() if authority or self.trust is not None else None
+        findings = list(registry.findings) if registry is not None else []
+        actors = dict(registry.actors) if registry is not None else {}
+        if self.trust is not None and registry is not None:
+            signed = Authority.build(self.trust, registry.signed)
+            actors = signed.actors(now)
+            findings += signature_findings(fresh, head, signed, now)
         command = Guard(
             worker=self.id,
             token=item.lease_token,
             head=head,
             legacy_seal=legacy,
-            registry=tuple(registry.findings) if registry is not None else (),
+            registry=tuple(findings),
             authority=authority,
         )
         holder.item = fresh
-        actors = registry.actors if registry is not None else {}
         decision = self.commit(holder, command, actors=actors)
         return decision.outcome is Outcome.ZERO_WRITE
+
+    def actors(self, now: datetime) -> dict[str, Actor]:
+        """Who holds which roles: the registry chain's actors, or in signed mode the actors
+        the trust root certified."""
+        registry = self.store.registry()
+        if self.trust is None:
+            return dict(registry.actors)
+        return Authority.build(self.trust, registry.signed).actors(now)
 
     def commit(
         self, holder: LeaseHolder, command: Command, *, actors: dict[str, Any] | None = None
@@ -177,7 +197,7 @@ class Worker:
         item = holder.current()
         policy = self.policies[item.automation]
         if actors is None:
-            actors = self.store.registry().actors if isinstance(command, Execute) else {}
+            actors = self.actors(now=self.clock()) if isinstance(command, Execute) else {}
         while True:
             decision = self._decide(holder.current(), command, policy, actors)
             if decision.applied:

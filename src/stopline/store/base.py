@@ -536,6 +536,15 @@ class SQLStore(ABC):
             },
         )
 
+    def append_registry(
+        self, subject: str, change: str, detail: Mapping[str, Any], now: datetime
+    ) -> None:
+        """Append one registry event that changes no table (a signed certificate or
+        revocation: signed mode reads them from the chain)."""
+        with self._write() as cur:
+            cur.execute(self.q["lock_registry"], {})
+            self._append_registry(cur, subject, change, dict(detail), now)
+
     def actor_events(self) -> list[dict[str, Any]]:
         with self._read() as cur:
             cur.execute(self.q["list_actor_events"], {})
@@ -582,13 +591,24 @@ class SQLStore(ABC):
         found.findings += compare(found, actors, tokens, policies)
         return found
 
-    def add_token(self, actor: str, token_hash: str, now: datetime) -> None:
+    def add_token(
+        self,
+        actor: str,
+        token_hash: str,
+        now: datetime,
+        signed: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Store a token's hash; its issue is a registry event (with the actor's signed record
+        of it, in signed mode)."""
+        detail: dict[str, Any] = {"token": token_hash}
+        if signed is not None:
+            detail["signed"] = dict(signed)
         with self._write() as cur:
             cur.execute(self.q["lock_registry"], {})
             cur.execute(
                 self.q["insert_token"], {"hash": token_hash, "actor": actor, "at": self._time(now)}
             )
-            self._append_registry(cur, actor, TOKEN_ISSUE, {"token": token_hash}, now)
+            self._append_registry(cur, actor, TOKEN_ISSUE, detail, now)
 
     def token_actor(self, token_hash: str) -> str | None:
         with self._read() as cur:

@@ -126,12 +126,24 @@ class Store(Protocol):
 
     def actor_events(self) -> list[dict[str, Any]]: ...
 
+    def append_registry(
+        self, subject: str, change: str, detail: Mapping[str, Any], now: datetime
+    ) -> None:
+        """Append a registry event that changes no table (signed certificates, revocations)."""
+        ...
+
     def registry(self) -> Registry:
         """Actors, tokens and policies as the registry chain records them, with every place
         where a table differs from the chain (``findings``)."""
         ...
 
-    def add_token(self, actor: str, token_hash: str, now: datetime) -> None: ...
+    def add_token(
+        self,
+        actor: str,
+        token_hash: str,
+        now: datetime,
+        signed: Mapping[str, Any] | None = None,
+    ) -> None: ...
 
     def token_actor(self, token_hash: str) -> str | None: ...
 

@@ -1,0 +1,137 @@
+"""What a host in signed mode checks before it acts, and what the command layer signs.
+
+Before an acting call (and on every fresh claim) a worker checks, for the item it holds:
+
+* the record of the person's command that last let the item out of a stop (or completed) state
+  (``release`` in the item's documents) carries a live attestation bound to that command, that
+  item and the head it was given on (for ``approve``: the proposal digest);
+* in ``approved`` and ``delivering``, every counted approval carries a live attestation of
+  ``approve`` by that actor, of that item, bound to the current proposal digest, with the role
+  the approval counts under.
+
+Each failure is a finding ``signature_invalid``; the core stops the item (``core/guard.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from ..core.canonical import digest, format_time
+from ..core.commands import ActorCommand, Approve
+from ..core.integrity import Finding
+from ..core.reasons import Reason
+from ..core.records import Event, Item
+from ..core.states import State
+from ..core.step import OPERATOR
+from .authority import Authority, attestation_problems
+from .documents import ATTESTATION, VERSION, Signed, sign
+from .keys import Signer
+
+ACTING = (State.APPROVED, State.DELIVERING)
+
+
+def binds_for(item: Item, command: ActorCommand) -> dict[str, Any]:
+    """What a person's signature binds: an approval the proposal digest it approves; any other
+    command the item's head when it was given and the command's own fields."""
+    if isinstance(command, Approve):
+        return {"proposal": command.digest}
+    return {"head": item.head, "command": digest(command.to_plain())}
+
+
+def needed_roles(item: Item, command: ActorCommand, policy: Any) -> frozenset[str]:
+    """The roles a command can count under (what an attestation records as the roles used)."""
+    proposal = item.doc("proposal") or {}
+    required = frozenset(proposal.get("required_roles", ()))
+    if isinstance(command, Approve):
+        return required
+    if command.name == "reject":
+        return required | {OPERATOR}
+    if command.name == "publish":
+        return frozenset(policy.delivery.publish_roles)
+    return frozenset({OPERATOR})
+
+
+def attest(
+    item: Item,
+    command: ActorCommand,
+    signer: Signer,
+    now: datetime,
+    *,
+    roles: Sequence[str] = (),
+    policy_version: str | None = None,
+    via: str | None = None,
+) -> Signed:
+    body: dict[str, Any] = {
+        "kind": ATTESTATION,
+        "v": VERSION,
+        "command": command.name,
+        "item": item.id,
+        "actor": command.actor,
+        "binds": binds_for(item, command),
+        "roles": sorted(roles),
+        "at": format_time(now),
+        "policy_version": policy_version,
+    }
+    if via is not None:
+        body["via"] = via
+    return sign(body, signer)
+
+
+def signature_findings(
+    item: Item, head: Event | None, authority: Authority, now: datetime
+) -> list[Finding]:
+    found: list[Finding] = []
+
+    def add(field: str, problems: list[str]) -> None:
+        if problems:
+            found.append(
+                Finding("item", item.id, field, Reason.SIGNATURE_INVALID.value, "; ".join(problems))
+            )
+
+    proposal = item.doc("proposal") or {}
+    release = item.doc("release")
+    if isinstance(release, Mapping):
+        command = str(release.get("command", ""))
+        binds = (
+            {"proposal": proposal.get("digest")}
+            if command == "approve"
+            else {"head": release.get("prev_hash")}
+        )
+        add(
+            "release",
+            attestation_problems(
+                authority,
+                release.get("attestation"),
+                command=command,
+                item=item.id,
+                actor=str(release.get("actor", "")),
+                binds=binds,
+                now=now,
+            ),
+        )
+    elif (
+        head is not None
+        and head.from_state is not None
+        and not head.from_state.is_work
+        and head.to_state.is_work
+    ):
+        add("release", [f"{head.command} let the item out of {head.from_state} unsigned"])
+    if item.state in ACTING:
+        for approval in proposal.get("approvals", ()):
+            role = approval.get("role")
+            add(
+                "proposal.approvals",
+                attestation_problems(
+                    authority,
+                    approval.get("attestation"),
+                    command="approve",
+                    item=item.id,
+                    actor=str(approval.get("actor", "")),
+                    binds={"proposal": proposal.get("digest")},
+                    now=now,
+                    roles=[role] if role else (),
+                ),
+            )
+    return found
