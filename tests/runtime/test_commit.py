@@ -1,0 +1,67 @@
+"""The one commit path (runtime/commit.py) on both stores: what it writes and what it says."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from helpers import T0, count, decide_at, dump
+from stopline.core.commands import Discover, Observe
+from stopline.core.decision import Decision, refused, zero_write
+from stopline.core.reasons import Reason
+from stopline.runtime.commit import Committed, commit
+from stopline.store import Store
+
+
+def discovery(item_id: str, key: str = "k1") -> Decision:
+    return decide_at(None, Discover(item_id, "auto", key, {}), T0)
+
+
+def test_a_new_item_is_inserted_and_a_second_discovery_of_its_key_loses(store: Store) -> None:
+    """A discovery is applied; the same key discovered again (another id) loses, unwritten."""
+    first = commit(store, discovery("i1"), command="discover", actor="scheduler", now=T0)
+    assert first.status is Committed.APPLIED and store.get("i1") == first.decision.after
+    before = dump(store)
+    second = commit(store, discovery("i2"), command="discover", actor="scheduler", now=T0)
+    assert second.status is Committed.LOST
+    assert dump(store) == before and count(store, "refusals") == 0
+
+
+def test_an_applied_decision_wins_the_compare_and_set_once(store: Store) -> None:
+    """Two decisions made from one version: the first is applied, the second lost."""
+    commit(store, discovery("i1"), command="discover", actor="scheduler", now=T0)
+    claimed = store.claim("w1", T0, 30)
+    assert claimed is not None
+    decisions = [
+        decide_at(claimed, Observe("w1", claimed.lease_token, {"n": n}, T0), T0) for n in (1, 2)
+    ]
+    statuses = [commit(store, d, command="observe", actor="w1", now=T0).status for d in decisions]
+    assert statuses == [Committed.APPLIED, Committed.LOST]
+    assert store.get("i1") == decisions[0].after
+
+
+def test_a_refusal_writes_its_audit_row_and_nothing_else(store: Store) -> None:
+    """refused: one refusal row, no other change; zero_write: nothing at all."""
+    commit(store, discovery("i1"), command="discover", actor="scheduler", now=T0)
+    item = store.get("i1")
+    assert item is not None
+    before = dump(store)
+    done = commit(
+        store,
+        refused(item, [Reason.LEASE_LOST]),
+        command="observe",
+        actor="w9",
+        now=T0 + timedelta(seconds=1),
+    )
+    assert done.status is Committed.REFUSED and count(store, "refusals") == 1
+    assert dump(store) == before
+    quiet = commit(store, zero_write(item, []), command="guard", actor="w9", now=T0)
+    assert quiet.status is Committed.ZERO_WRITE
+    assert dump(store) == before and count(store, "refusals") == 1
+
+
+def test_a_writer_that_saw_nothing_written_says_cut_off(store: Store) -> None:
+    """A writer answering None (it read back an unchanged item) makes the commit cut_off."""
+    done = commit(
+        store, discovery("i1"), command="discover", actor="s", now=T0, write=lambda d: None
+    )
+    assert done.status is Committed.CUT_OFF and store.get("i1") is None
