@@ -6,6 +6,7 @@ Every test runs against both targets (a folder, and a real WsgiDAV server).
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any
 
 import pytest
@@ -348,3 +349,26 @@ def test_revise_refuses_unbound_unverified_or_moved_sources(env: Env) -> None:
         ]
     finally:
         store.close()
+
+
+def test_a_role_written_into_the_actors_table_publishes_nothing(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """publish checks authority against the registry chain before any remote call: a publisher
+    role written straight into the actors table (no registry event) is refused integrity_failed,
+    and the target sees no publication."""
+    env.configure(mode="publish")
+    monkeypatch.setenv(CONFIG_ENV, json.dumps(env.config))
+    packet = env.deliver()["review_packet"]["digest"]
+    env.applied("review", ITEM, "--packet", packet, "--verdict", "approve", "--actor", "olga")
+    with sqlite3.connect(env.db) as conn:
+        conn.execute(
+            "UPDATE actors SET roles = ? WHERE name = 'olga'",
+            (json.dumps(["operator", "publisher", "reviewer"]),),
+        )
+    conn.close()
+    env.refused(
+        ["publish", ITEM, "--packet", packet, "--actor", "olga", "--app", APP],
+        ["integrity_failed"],
+    )
+    assert env.calls("publish") == []
