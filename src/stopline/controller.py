@@ -118,43 +118,7 @@ class Controller:
             seen = self.store.idempotency(idempotency_key)
             if seen is not None:
                 return self._replay(item, ref, seen, command_digest, command, actor, now)
-        if item is None:
-            decision = refused(None, [Reason.UNKNOWN_ITEM], ref)
-            self.store.record_refusal(decision, command.name, actor, now)
-            return decision
-        policy = self.store.policy(item.automation)
-        if policy is None:
-            decision = refused(item, [Reason.UNKNOWN_AUTOMATION])
-            self.store.record_refusal(decision, command.name, actor, now)
-            return decision
-        # What is decided on must be what its history sealed, and authority comes from the
-        # registry chain, never from a table alone.
-        head, legacy = self.store.head(item.id)
-        findings = head_findings(item, head, legacy)
-        registry = self.store.registry()
-        actors = dict(registry.actors)
-        if actor is not None:
-            findings += registry.findings
-        authority = self.authority(registry)
-        if authority is not None and isinstance(command, ActorCommand):
-            actors = authority.actors(now)
-            command, problems = self._attested(item, command, policy, authority, actors, now)
-            if problems:
-                decision = replace(
-                    refused(item, [Reason.SIGNATURE_INVALID]), explanation=tuple(problems)
-                )
-                self.store.record_refusal(decision, command.name, actor, now)
-                return decision
-        if findings:
-            if isinstance(command, Close) and registry.ok:
-                # closing never acts: the way out of a record nobody can trust, with the
-                # findings kept in its history
-                command = replace(command, integrity=tuple(findings))
-            else:
-                decision = refused(item, [Reason.INTEGRITY_FAILED])
-                self.store.record_refusal(decision, command.name, actor, now)
-                return decision
-        decision = decide(item, command, Context(now, policy, actors))
+        decision = self._decide(item, ref, command, now)
         if decision.outcome is Outcome.REFUSED:
             self.store.record_refusal(decision, command.name, actor, now)
             return decision
@@ -171,6 +135,48 @@ class Controller:
             self.store.record_refusal(stale, command.name, actor, now)
             return stale
         return decision
+
+    def preview(self, ref: str, command: Command) -> Decision:
+        """What :meth:`run` would decide now, with every check, writing nothing (not even the
+        audit row of a refusal): what a shell asks before it makes a remote call."""
+        return self._decide(self.item(ref), ref, command, self.clock())
+
+    def _decide(self, item: Item | None, ref: str, command: Command, now: datetime) -> Decision:
+        """Every check and the core's decision; nothing is written here."""
+        actor = command.actor if isinstance(command, ActorCommand) else None
+        if item is None:
+            return refused(None, [Reason.UNKNOWN_ITEM], ref)
+        policy = self.store.policy(item.automation)
+        if policy is None:
+            return refused(item, [Reason.UNKNOWN_AUTOMATION])
+        # What is decided on must be what its history sealed, and authority comes from the
+        # registry chain (in signed mode: from what the trust root certified), never from a
+        # table alone.
+        head, legacy = self.store.head(item.id)
+        findings = head_findings(item, head, legacy)
+        registry = self.store.registry()
+        actors = dict(registry.actors)
+        if actor is not None:
+            findings += registry.findings
+        authority = self.authority(registry)
+        if authority is not None and isinstance(command, ActorCommand):
+            actors = authority.actors(now)
+            command, problems = self._attested(item, command, policy, authority, actors, now)
+            if problems:
+                return replace(
+                    refused(item, [Reason.SIGNATURE_INVALID]), explanation=tuple(problems)
+                )
+        if findings:
+            if isinstance(command, Close) and registry.ok:
+                # closing never acts: the way out of a record nobody can trust, with the
+                # findings kept in its history
+                command = replace(command, integrity=tuple(findings))
+            else:
+                return replace(
+                    refused(item, [Reason.INTEGRITY_FAILED]),
+                    explanation=tuple(f.text() for f in findings[:5]),
+                )
+        return decide(item, command, Context(now, policy, actors))
 
     def _attested(
         self,

@@ -9,10 +9,8 @@ from __future__ import annotations
 from ..controller import Controller
 from ..core.artifacts import Artifact, field_diff
 from ..core.commands import Observed, Publish, Reconcile
-from ..core.decide import decide
 from ..core.decision import Decision, Outcome, refused
 from ..core.reasons import Reason
-from ..core.step import Context
 from ..targets.base import RemoteMissing, RemoteRef, Target, TargetError
 from ..targets.registry import UnknownTarget, from_description
 from .loader import load_app
@@ -51,15 +49,7 @@ def reconcile(
     replay = idempotency_key is not None and controller.store.idempotency(idempotency_key)
     if not replay:
         # The rules that need no lookup come first: a refused reconcile makes no remote call.
-        pre = decide(
-            item,
-            Reconcile(actor=actor, key=key),
-            Context(
-                controller.clock(),
-                controller.store.policy(item.automation),
-                controller.store.actors(),
-            ),
-        )
+        pre = controller.preview(ref, Reconcile(actor=actor, key=key))
         if pre.outcome is Outcome.REFUSED and set(pre.reasons) - {REMOTE_IDENTITY_MISSING}:
             return controller.reconcile_found(
                 ref, key=key, actor=actor, found=None, remote_id="", idempotency_key=idempotency_key
@@ -101,12 +91,7 @@ def publish(
     item = controller.item(ref)
     if item is None:
         return controller.publish(ref, packet=packet, actor=actor)
-    policy = controller.store.policy(item.automation)
-    dry = decide(
-        item,
-        Publish(actor=actor, packet=packet),
-        Context(controller.clock(), policy, controller.store.actors()),
-    )
+    dry = controller.preview(ref, Publish(actor=actor, packet=packet))
     if dry.outcome is not Outcome.APPLIED:
         return controller.publish(ref, packet=packet, actor=actor, idempotency_key=idempotency_key)
     target = target_for(controller, item.automation, app_spec)
@@ -115,6 +100,13 @@ def publish(
     signals = []
     try:
         for record in item.doc("artifacts") or ():
+            # before each publication call, every check again (the record, its seal, the
+            # registry, the signature): nothing is published on authority that no longer holds
+            again = controller.preview(ref, Publish(actor=actor, packet=packet))
+            if again.outcome is not Outcome.APPLIED:
+                return controller.publish(
+                    ref, packet=packet, actor=actor, idempotency_key=idempotency_key
+                )
             signals.append(
                 target.publish(RemoteRef(record["remote_id"], record["remote_version"] or ""))
             )
