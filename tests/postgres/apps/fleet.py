@@ -21,6 +21,7 @@ Environment:
 * ``STOPLINE_PG_ITEMS``: how many keys discovery finds (``item-0000`` ..), default 0.
 * ``STOPLINE_PG_LEASE``: lease seconds (default 30).
 * ``STOPLINE_PG_SLEEP``: seconds every hook sleeps after its effect (default 0).
+* ``STOPLINE_PG_ACTORS``: comma-separated actor names the app seeds (role ``operator``).
 * ``STOPLINE_PG_BLOCK_KEY`` and ``STOPLINE_PG_GATE``: ``observe`` of that key blocks after
   recording its execution, before its effect, until the gate file exists (two minutes at most).
 """
@@ -150,5 +151,6 @@ app = App(
             retry=RetryPolicy(max_attempts=5, base_delay=0.05, max_delay=1.0),
             approval=ApprovalPolicy(rules={"tidy": ApprovalRule(approvals=0)}),
         )
-    ]
+    ],
+    actors={name: ("operator",) for name in _env("ACTORS").split(",") if name},
 )
