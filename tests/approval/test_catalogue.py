@@ -292,7 +292,7 @@ def test_idempotency_key_replayed_with_the_same_command(env: Env) -> None:
     for moved_on in (False, True):
         if moved_on:  # the original decision still answers once the item has moved on
             assert env.cli_ok(*approve(ref, digest, "erin"))["state"] == "approved"
-        before, audit = env.dump(), len(env.refusals())
+        before, audit = env.dump(), env.refusal_total()
         for same_item in (ref, "refund/k1"):
             replay[1] = same_item
             code, again = env.cli(*replay)
@@ -304,7 +304,7 @@ def test_idempotency_key_replayed_with_the_same_command(env: Env) -> None:
                 None,
             )
         assert env.dump() == before
-        assert len(env.refusals()) == audit
+        assert env.refusal_total() == audit
     assert env.executions() == []
 
 
@@ -315,11 +315,11 @@ def test_missing_or_empty_actor_is_a_usage_error(env: Env, actor_args: list[str]
     """`approve` without an actor, or with an empty one, is a usage error: exit 2, zero writes."""
     ref = env.setup()["k1"]["id"]
     digest = env.digest(ref)
-    before, audit = env.dump(), len(env.refusals())
+    before, audit = env.dump(), env.refusal_total()
     done = env.sub(APPROVE, ref, "--proposal", digest, *actor_args)
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "--actor" in done.stderr
     assert done.stdout == ""
     assert env.dump() == before
-    assert len(env.refusals()) == audit
+    assert env.refusal_total() == audit
     awaiting(env, ref, digest)

@@ -29,7 +29,7 @@ _EVENTS = (
     " FROM events GROUP BY command, from_state, to_state, CAST(reasons AS TEXT)"
 )
 _REFUSALS = (
-    "SELECT command, CAST(reasons AS TEXT) AS reasons, COUNT(*) AS n FROM refusals"
+    "SELECT command, CAST(reasons AS TEXT) AS reasons, SUM(count) AS n FROM refusals"
     " GROUP BY command, CAST(reasons AS TEXT)"
 )
 _NOTIFICATIONS = "SELECT status, COUNT(*) AS n FROM notifications GROUP BY status"
