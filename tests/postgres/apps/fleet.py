@@ -24,6 +24,11 @@ Environment:
 * ``STOPLINE_PG_ACTORS``: comma-separated actor names the app seeds (role ``operator``).
 * ``STOPLINE_PG_BLOCK_KEY`` and ``STOPLINE_PG_GATE``: ``observe`` of that key blocks after
   recording its execution, before its effect, until the gate file exists (two minutes at most).
+* ``STOPLINE_PG_PARK_AFTER`` (N), ``STOPLINE_PG_PARK_DIR`` and ``STOPLINE_PG_GATE``: every
+  process parks in its (N+1)-th ``observe``, after recording its execution: it writes the file
+  ``PARK_DIR/<pid>`` (holding the item's key) and blocks until the gate file exists. A parked
+  worker holds its lease (renewing it) and has committed N items: a test can kill it knowing it
+  abandons a step.
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ RETRY_FOR = 120.0
 GATE_LIMIT = 120.0
 
 _conn: psycopg.Connection[Any] | None = None
+_observed = 0  # observe hooks run by this process
 
 
 def _env(name: str, default: str = "") -> str:
@@ -96,6 +102,19 @@ def _wait_for_gate() -> None:
         time.sleep(0.02)
 
 
+def _maybe_park(key: str) -> None:
+    global _observed
+    _observed += 1
+    after = _env("PARK_AFTER")
+    if not after or _observed != int(after) + 1:
+        return
+    marker = os.path.join(_env("PARK_DIR"), str(os.getpid()))
+    with open(marker + ".tmp", "w") as out:
+        out.write(key)
+    os.replace(marker + ".tmp", marker)  # the test never reads a half-written marker
+    _wait_for_gate()
+
+
 def _step(ctx: HookContext, step: str) -> None:
     item = ctx.item
     assert item is not None
@@ -107,6 +126,8 @@ def _step(ctx: HookContext, step: str) -> None:
     )
     if step == "observe" and item.key == _env("BLOCK_KEY"):
         _wait_for_gate()
+    if step == "observe":
+        _maybe_park(item.key)
     _execute(
         "INSERT INTO effects (item_key, step, pid, token) VALUES (%s, %s, %s, %s)"
         " ON CONFLICT (item_key, step) DO NOTHING",
