@@ -146,7 +146,15 @@ def test_a_restart_during_startup_discovery_and_under_a_running_fleet(
         install_fault(lab.url, "hold", on="BEFORE INSERT ON items", first=7, action="block")
         holder = psycopg.connect(lab.url, autocommit=True)
         holder.execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
-        env = {"STOPLINE_PG_ITEMS": items, "STOPLINE_PG_LEASE": 30, "STOPLINE_PG_SLEEP": 0.02}
+        gate = tmp_path / "gate"
+        env = {
+            "STOPLINE_PG_ITEMS": items,
+            "STOPLINE_PG_LEASE": 30,
+            "STOPLINE_PG_SLEEP": 0.02,
+            # the last key waits for the gate: the run cannot end before the last restart
+            "STOPLINE_PG_BLOCK_KEY": f"item-{items - 1:04d}",
+            "STOPLINE_PG_GATE": gate,
+        }
         proc = lab.run_fleet("--workers", "3", "--linger", "35", env=env, name="fleet")
         wait_for(
             lambda: (
@@ -171,6 +179,7 @@ def test_a_restart_during_startup_discovery_and_under_a_running_fleet(
             )
             assert lab.completed() < items, "the run ended before the restart"
             private_server.restart()
+        gate.touch()
         finish(lab, proc, items)
         assert firings(lab.url, "hold") > 7
     finally:

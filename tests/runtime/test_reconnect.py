@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from psycopg_pool import PoolTimeout
 
@@ -77,6 +77,7 @@ def test_which_errors_are_transient(error: BaseException, transient: bool) -> No
     assert is_transient(error) is transient
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(min_value=1, max_value=40))
 def test_the_delay_doubles_from_the_first_up_to_the_cap(failures: int) -> None:
     """n failures sleep first, 2*first, 4*first ... capped, then the call's result returns."""

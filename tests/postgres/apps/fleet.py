@@ -24,11 +24,14 @@ Environment:
 * ``STOPLINE_PG_ACTORS``: comma-separated actor names the app seeds (role ``operator``).
 * ``STOPLINE_PG_BLOCK_KEY`` and ``STOPLINE_PG_GATE``: ``observe`` of that key blocks after
   recording its execution, before its effect, until the gate file exists (two minutes at most).
-* ``STOPLINE_PG_PARK_AFTER`` (N), ``STOPLINE_PG_PARK_DIR`` and ``STOPLINE_PG_GATE``: every
-  process parks in its (N+1)-th ``observe``, after recording its execution: it writes the file
-  ``PARK_DIR/<pid>`` (holding the item's key) and blocks until the gate file exists. A parked
-  worker holds its lease (renewing it) and has committed N items: a test can kill it knowing it
-  abandons a step.
+* ``STOPLINE_PG_PARK_DIR`` and ``STOPLINE_PG_GATE``: every process parks once in an
+  ``observe``, after recording its execution: it writes the file ``PARK_DIR/<pid>`` (holding
+  the item's key) and blocks until the gate file exists. It parks in its first ``observe``
+  after ``STOPLINE_PG_PARK_AFTER`` (N, default 0) of them, and only once the file
+  ``STOPLINE_PG_PARK_WHEN`` exists, if that is set. A parked worker holds its lease (renewing
+  it) and has committed N items: a test can kill it knowing it abandons a step, or wait for
+  every process to park knowing each one is working. With ``PARK_DIR`` set, a process blocked
+  on ``BLOCK_KEY`` counts as parked (it writes its file too).
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ GATE_LIMIT = 120.0
 
 _conn: psycopg.Connection[Any] | None = None
 _observed = 0  # observe hooks run by this process
+_parked = False  # whether this process has parked
 
 
 def _env(name: str, default: str = "") -> str:
@@ -95,6 +99,19 @@ def _execute(sql: str, params: tuple[Any, ...]) -> None:
             time.sleep(0.2)
 
 
+def _park(key: str) -> None:
+    """Write this process's park file (when parking is on), then wait for the gate."""
+    global _parked
+    _parked = True
+    folder = _env("PARK_DIR")
+    if folder:
+        marker = os.path.join(folder, str(os.getpid()))
+        with open(marker + ".tmp", "w") as out:
+            out.write(key)
+        os.replace(marker + ".tmp", marker)  # the test never reads a half-written file
+    _wait_for_gate()
+
+
 def _wait_for_gate() -> None:
     gate = _env("GATE")
     deadline = time.monotonic() + GATE_LIMIT
@@ -105,14 +122,12 @@ def _wait_for_gate() -> None:
 def _maybe_park(key: str) -> None:
     global _observed
     _observed += 1
-    after = _env("PARK_AFTER")
-    if not after or _observed != int(after) + 1:
+    if not _env("PARK_DIR") or _parked or _observed <= int(_env("PARK_AFTER", "0")):
         return
-    marker = os.path.join(_env("PARK_DIR"), str(os.getpid()))
-    with open(marker + ".tmp", "w") as out:
-        out.write(key)
-    os.replace(marker + ".tmp", marker)  # the test never reads a half-written marker
-    _wait_for_gate()
+    when = _env("PARK_WHEN")
+    if when and not os.path.exists(when):
+        return
+    _park(key)
 
 
 def _step(ctx: HookContext, step: str) -> None:
@@ -125,8 +140,8 @@ def _step(ctx: HookContext, step: str) -> None:
         (*who, item.attempts),
     )
     if step == "observe" and item.key == _env("BLOCK_KEY"):
-        _wait_for_gate()
-    if step == "observe":
+        _park(item.key)
+    elif step == "observe":
         _maybe_park(item.key)
     _execute(
         "INSERT INTO effects (item_key, step, pid, token) VALUES (%s, %s, %s, %s)"
