@@ -8,6 +8,7 @@ calls fail the way a dropped connection does: ``before`` (nothing was written) o
 from __future__ import annotations
 
 import logging
+import signal
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,8 +24,9 @@ from stopline.core.policy import ApprovalPolicy, ApprovalRule
 from stopline.runtime.automation import App, Automation, HookContext
 from stopline.runtime.outcomes import Evidence, Proposal
 from stopline.runtime.retrying import FIRST_DELAY, MAX_DELAY, Reconnect, Stopped, is_transient
+from stopline.runtime.runner import run
 from stopline.runtime.scheduler import Scheduler
-from stopline.store import Store, open_store
+from stopline.store import SchemaMismatch, Store, open_store
 
 LOST = psycopg.errors.AdminShutdown("terminating connection due to administrator command")
 
@@ -86,6 +88,12 @@ def test_the_delay_doubles_from_the_first_up_to_the_cap(failures: int) -> None:
     assert rec.reconnect.call("testing", call) == "done"
     assert rec.slept == [min(FIRST_DELAY * 2**n, MAX_DELAY) for n in range(failures)]
     assert len(call.calls) == failures + 1
+
+
+def test_the_delay_stays_at_the_cap_however_long_the_outage() -> None:
+    """Retry number 10,000 (about fourteen hours at the cap) still waits the cap."""
+    assert Reconnect().delay(10_000) == MAX_DELAY
+    assert Reconnect().delay(1) == FIRST_DELAY
 
 
 def test_each_retry_is_logged_with_what_was_being_done(caplog: pytest.LogCaptureFixture) -> None:
@@ -229,3 +237,20 @@ def test_the_scheduler_rides_out_lost_calls_with_an_exact_account(
     assert len(rec.slept) == len(plan)
     (again,) = scheduler.tick(force=True)
     assert (again.new, again.existing) == (0, len(KEYS)), "re-discovery is a no-op"
+
+
+def test_run_on_a_schema_it_cannot_use_fails_at_once_and_restores_its_signals(
+    tmp_path: Path,
+) -> None:
+    """A newer schema is not transient: run() raises it without retrying, handlers restored."""
+    url = f"sqlite:///{tmp_path / 'stopline.db'}"
+    open_store(url).close()
+    with sqlite3.connect(tmp_path / "stopline.db") as conn:
+        conn.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, 'x', '')"
+        )
+    conn.close()
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    with pytest.raises(SchemaMismatch, match="version 99"):
+        run(build_app([]), url, once=True)
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before

@@ -83,11 +83,16 @@ class Reconnect:
     monotonic: Callable[[], float] = time.monotonic
     logger: logging.Logger = field(default=log, repr=False)
 
+    def delay(self, retry: int) -> float:
+        """Seconds to wait before retry number ``retry`` (1, 2, ...): for a caller that waits
+        its own way (an asyncio task sleeps with ``await asyncio.sleep(delay)``)."""
+        doublings = min(max(retry - 1, 0), 64)  # an outage of days must not overflow a float
+        return min(self.first * 2.0**doublings, self.cap)
+
     def call(self, what: str, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``fn(*args, **kwargs)``, retried while it fails with a transient error. ``what``
         names the call in the log (``"registering automation triage"``)."""
         started: float | None = None
-        delay = 0.0
         retries = 0
         while True:
             try:
@@ -97,7 +102,7 @@ class Reconnect:
                     raise
                 now = self.monotonic()
                 started = now if started is None else started
-                delay = min(max(delay * 2, self.first), self.cap)
+                delay = self.delay(retries + 1)
                 if self.patience is not None and now + delay - started > self.patience:
                     raise
                 if self.stopping():

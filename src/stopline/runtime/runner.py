@@ -134,10 +134,12 @@ def run(
     reconnect = Reconnect(stopping=lambda: stop.requested)
     try:
         store = reconnect.call("opening the database", open_store, url)
-    except Stopped:
+    except BaseException as exc:  # stopped while waiting, or a schema this code cannot use
         signal.signal(signal.SIGTERM, previous[0])
         signal.signal(signal.SIGINT, previous[1])
-        return summary
+        if isinstance(exc, Stopped):
+            return summary
+        raise
     scheduler = Scheduler(store, app, reconnect=reconnect)
     ctx = multiprocessing.get_context("spawn")
     queue: multiprocessing.Queue[tuple[int, int]] = ctx.Queue()
