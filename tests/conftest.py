@@ -87,7 +87,7 @@ def _connect(url: str) -> Any:
     except ImportError:
         _unavailable("PostgreSQL tests need the postgres extra (psycopg)")
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=3)
+        return psycopg.connect(url, autocommit=True, connect_timeout=10)
     except psycopg.Error as exc:
         reason = " ".join(str(exc).split())
         _unavailable(f"PostgreSQL not reachable at {where} (set {POSTGRES_URL_ENV}): {reason}")

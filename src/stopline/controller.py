@@ -113,7 +113,7 @@ class Controller:
             seen = self.store.idempotency(idempotency_key)
             if seen is not None:
                 return self._replay(item, ref, seen, command_digest, command, now)
-        decision = self._decide(ref, item, command, now)
+        decision = self._decide(item, ref, command, now)
         if not decision.applied:
             return self._commit(decision, command, now).decision
         write = None
@@ -128,30 +128,39 @@ class Controller:
             return self._replay(item, ref, seen, command_digest, command, now)
         return self._commit(refused(item, [Reason.STALE_VERSION]), command, now).decision
 
-    def check(self, ref: str, command: Command) -> Decision:
-        """What :meth:`run` would decide now, with every check it makes, writing nothing (not
-        even an audit row): for a command whose IO must not happen unless the rules hold."""
-        return self._decide(ref, self.item(ref), command, self.clock())
-
     def refuse(self, ref: str, command: Command, reasons: list[str]) -> Decision:
         """Refuse ``command`` for ``reasons`` found outside the core (a target that did not
         answer), with its audit row."""
         item = self.item(ref)
         return self._commit(refused(item, reasons, ref), command, self.clock()).decision
 
-    def _decide(self, ref: str, item: Item | None, command: Command, now: datetime) -> Decision:
+    def _commit(
+        self, decision: Decision, command: Command, now: datetime, write: Writer | None = None
+    ) -> Commit:
+        actor = command.actor if isinstance(command, ActorCommand) else None
+        return commit(self.store, decision, command=command.name, actor=actor, now=now, write=write)
+
+    def preview(self, ref: str, command: Command) -> Decision:
+        """What :meth:`run` would decide now, with every check, writing nothing (not even the
+        audit row of a refusal): what a shell asks before it makes a remote call."""
+        return self._decide(self.item(ref), ref, command, self.clock())
+
+    def _decide(self, item: Item | None, ref: str, command: Command, now: datetime) -> Decision:
+        """Every check and the core's decision; nothing is written here."""
+        actor = command.actor if isinstance(command, ActorCommand) else None
         if item is None:
             return refused(None, [Reason.UNKNOWN_ITEM], ref)
         policy = self.store.policy(item.automation)
         if policy is None:
             return refused(item, [Reason.UNKNOWN_AUTOMATION])
         # What is decided on must be what its history sealed, and authority comes from the
-        # registry chain, never from a table alone.
+        # registry chain (in signed mode: from what the trust root certified), never from a
+        # table alone.
         head, legacy = self.store.head(item.id)
         findings = head_findings(item, head, legacy)
         registry = self.store.registry()
         actors = dict(registry.actors)
-        if isinstance(command, ActorCommand):
+        if actor is not None:
             findings += registry.findings
         authority = self.authority(registry)
         if authority is not None and isinstance(command, ActorCommand):
@@ -162,18 +171,16 @@ class Controller:
                     refused(item, [Reason.SIGNATURE_INVALID]), explanation=tuple(problems)
                 )
         if findings:
-            if not (isinstance(command, Close) and registry.ok):
-                return refused(item, [Reason.INTEGRITY_FAILED])
-            # closing never acts: the way out of a record nobody can trust, with the findings
-            # kept in its history
-            command = replace(command, integrity=tuple(findings))
+            if isinstance(command, Close) and registry.ok:
+                # closing never acts: the way out of a record nobody can trust, with the
+                # findings kept in its history
+                command = replace(command, integrity=tuple(findings))
+            else:
+                return replace(
+                    refused(item, [Reason.INTEGRITY_FAILED]),
+                    explanation=tuple(f.text() for f in findings[:5]),
+                )
         return decide(item, command, Context(now, policy, actors))
-
-    def _commit(
-        self, decision: Decision, command: Command, now: datetime, write: Writer | None = None
-    ) -> Commit:
-        actor = command.actor if isinstance(command, ActorCommand) else None
-        return commit(self.store, decision, command=command.name, actor=actor, now=now, write=write)
 
     def _attested(
         self,

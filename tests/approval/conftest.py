@@ -57,8 +57,16 @@ def dump(db: Path) -> Dump:
     return out
 
 
+def refusal_counts(db: Path) -> dict[tuple[Any, ...], int]:
+    """The refusal audit as ``{(item_id, command, actor, reasons): count}``."""
+    return {
+        (r["item_id"], r["command"], r["actor"], r["reasons"]): int(r["count"])
+        for r in refusals(db)
+    }
+
+
 def refusals(db: Path) -> list[dict[str, Any]]:
-    """The refusal audit rows, oldest first."""
+    """The refusal audit rows (one per item, command, actor and reasons), oldest first."""
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
         conn.row_factory = sqlite3.Row
         rows = [dict(r) for r in conn.execute("SELECT * FROM refusals ORDER BY rowid")]
@@ -162,20 +170,26 @@ class Env:
     def refusals(self) -> list[dict[str, Any]]:
         return refusals(self.db)
 
+    def refusal_total(self) -> int:
+        """How many refusals the audit counts."""
+        return sum(refusal_counts(self.db).values())
+
     # --- the assertion every adversarial case ends with ------------------------------------------
 
     def refused(self, args: Sequence[str], reasons: Sequence[str]) -> dict[str, Any]:
         """Run ``args``; assert exit 3, ``refused`` with exactly ``reasons``, zero writes."""
-        before, audit, ran = self.dump(), len(self.refusals()), len(self.executions())
+        before, audit, ran = self.dump(), refusal_counts(self.db), len(self.executions())
         code, doc = self.cli(*args)
         assert (code, doc["decision"]) == (3, "refused"), doc
         assert sorted(doc["reasons"]) == sorted(reasons), doc
         assert len(set(doc["reasons"])) == len(doc["reasons"]), doc
         assert doc["sequence"] is None
         assert self.dump() == before, "a refused command wrote to the database"
-        rows = self.refusals()
-        assert len(rows) == audit + 1, "a refusal leaves exactly one audit row"
-        assert sorted(json.loads(rows[-1]["reasons"])) == sorted(reasons)
+        after = refusal_counts(self.db)
+        counted = {k: n - audit.get(k, 0) for k, n in after.items() if n != audit.get(k, 0)}
+        assert list(counted.values()) == [1], "a refusal is counted exactly once in the audit"
+        (key,) = counted
+        assert sorted(json.loads(key[3])) == sorted(reasons)
         assert len(self.executions()) == ran, "a refused command executed an action"
         return dict(doc)
 

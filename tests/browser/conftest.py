@@ -85,7 +85,11 @@ def chromium() -> Iterator[Browser]:
 def page(chromium: Browser) -> Iterator[Page]:
     """A fresh browser context (no cookies) and page at 1280x900."""
     context = chromium.new_context(viewport=VIEWPORT, locale="en-GB", timezone_id="UTC")
-    context.set_default_timeout(15_000)
+    # Bounds on a hang, not on speed: actions and expectations wait for their conditions.
+    context.set_default_timeout(60_000)
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=60_000)
     try:
         yield context.new_page()
     finally:
@@ -176,7 +180,7 @@ def server(demo: Demo, tmp_path: Path) -> Iterator[Server]:
         )
     running = Server(f"http://127.0.0.1:{port}", process, log)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90  # a bound on a hang, not on speed
         while True:
             if process.poll() is not None:
                 pytest.fail(f"the server exited {process.returncode}: {log.read_text()}")

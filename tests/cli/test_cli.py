@@ -13,6 +13,8 @@ import pytest
 from stopline.cli.main import main
 from stopline.store.queries import migrations
 
+SQLITE_VERSIONS = [version for version, _, _ in migrations("sqlite")]
+
 CLI = [sys.executable, "-m", "stopline.cli.main"]
 
 
@@ -221,11 +223,7 @@ def test_migrate_is_idempotent(tmp_path: Path, capsys: pytest.CaptureFixture[str
     url = f"sqlite:///{tmp_path / 'm.db'}"
     code, first = run_json(capsys, "migrate", "--db", url)
     code2, second = run_json(capsys, "migrate", "--db", url)
-    assert (
-        code == code2 == 0
-        and first["applied"] == [v for v, _, _ in migrations("sqlite")]
-        and second["applied"] == []
-    )
+    assert code == code2 == 0 and first["applied"] == SQLITE_VERSIONS and second["applied"] == []
 
 
 def test_env_var_selects_the_database(

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import rfc8785
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stopline.core.artifacts import Artifact, Asset, Readback, content_hash
@@ -237,7 +237,7 @@ def reorder(value: Any, rnd: Any) -> Any:
     return value
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=st.dictionaries(st.text(), values, max_size=6), rnd=st.randoms())
 def test_canonical_json_is_stable_under_key_reordering(value: dict[str, Any], rnd: Any) -> None:
     """Reordering keys (at any depth) changes neither the canonical text nor the digest."""

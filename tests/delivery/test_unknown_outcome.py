@@ -80,7 +80,7 @@ class PausingServer(Proxy):
 
     @staticmethod
     def _landed(path: Path) -> None:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a bound on a hang, not on speed
         while time.monotonic() < deadline:
             try:
                 json.loads(path.read_bytes())
@@ -103,7 +103,8 @@ def test_a_put_the_stopped_server_never_answered_is_found_not_repeated(
         tmp_path / "attic",
     )
     env = Env(tmp_path, site, capsys)
-    env.configure(timeout=0.5)
+    # The client's usual 5 s timeout: only the call to the stopped server runs into it; every
+    # other call of the run has the same margin on a loaded machine.
     env.work(wrap=lambda t: PausingServer(t, own_dav_server, folder))
     item = env.assert_one_object_per_artifact()
     assert item["state"] == "completed"

@@ -213,12 +213,12 @@ class PrivateServer:
         if os.geteuid() == 0:
             shutil.chown(self.folder, "postgres", "postgres")
             self.prefix = ["runuser", "-u", "postgres", "--"]
-        options = (
+        self.options = (
             f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections=60"
         )
         try:
             self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-N")
-            self.pg_ctl("start", "-o", options)
+            self.start()
         except BaseException:
             self.close()
             raise
@@ -243,6 +243,14 @@ class PrivateServer:
         with psycopg.connect(self.url(), autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
+
+    def start(self) -> None:
+        """``pg_ctl start``: the server accepts connections when it returns."""
+        self.pg_ctl("start", "-o", self.options)
+
+    def stop(self) -> None:
+        """``pg_ctl stop -m fast``: every session is ended; connections are refused."""
+        self.pg_ctl("stop", "-m", "fast")
 
     def restart(self) -> None:
         """``pg_ctl restart -m fast``: every session is ended, the server is back when it returns."""

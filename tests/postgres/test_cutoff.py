@@ -135,7 +135,8 @@ def late_commit(
     assert f":{victim.pid}:" in item["lease_owner"]
     cut(victim)
 
-    rescuer = lab.run_fleet(env={"STOPLINE_PG_LEASE": LEASE}, name="rescuer")
+    # The rescuer's own leases are long: no stall of a loaded machine can cost it one.
+    rescuer = lab.run_fleet(env={"STOPLINE_PG_LEASE": 60}, name="rescuer")
     assert rescuer.wait(180) == 0, rescuer.output()
     assert lab.states() == {"completed": 1}, "the rescuer did not complete the item"
     before = lab.dump()

@@ -68,12 +68,26 @@ CASES = [
 def test_workers_complete_every_item_with_each_effect_once(
     pg_lab: PgLab, workers: int, items: int, kills: int
 ) -> None:
-    """N worker processes, K of them SIGKILLed mid-run, complete every item; effects once."""
-    env = {
+    """N worker processes, K of them SIGKILLed mid-run, complete every item; effects once.
+
+    Every process parks inside an ``observe`` (the fleet app's ``PARK_AFTER``) holding that
+    step's lease, and the gate opens once all have: so each process surely takes part, however
+    slowly it starts. With kills they park after committing a quarter of the items between
+    them, and K children are killed while parked: each victim has committed work and abandons
+    exactly the step it holds, whatever the timing."""
+    env: dict[str, Any] = {
         "STOPLINE_PG_ITEMS": items,
         "STOPLINE_PG_LEASE": 2 if kills else 60,
         "STOPLINE_PG_SLEEP": 0.02 if items <= 100 else 0.005,
     }
+    parked = pg_lab.root / "parked"
+    gate = pg_lab.root / "gate"
+    parked.mkdir()
+    env.update(
+        STOPLINE_PG_PARK_AFTER=items // (4 * workers) if kills else 0,
+        STOPLINE_PG_PARK_DIR=parked,
+        STOPLINE_PG_GATE=gate,
+    )
     started = time.monotonic()
     proc = pg_lab.run_fleet("--workers", str(workers), env=env, name="fleet")
     children = wait_for(
@@ -81,21 +95,22 @@ def test_workers_complete_every_item_with_each_effect_once(
         120,
         f"{workers - 1} worker processes to start",
     )
-    victims: list[int] = []
+
+    def all_parked() -> dict[int, str]:
+        assert proc.popen.poll() is None, proc.output()
+        found = {int(p.name): p.read_text() for p in parked.iterdir() if p.name.isdigit()}
+        return found if len(found) == workers else {}
+
+    holding = wait_for(all_parked, 300, f"all {workers} processes to park inside a step")
+    assert set(holding) == {proc.pid, *children}
+    victims = sorted(children)[:kills]
     if kills:
-        wait_for(lambda: pg_lab.completed() >= items // 4, 300, "a quarter of items to complete")
-
-        def holding() -> list[int]:
-            owners = pg_lab.query("SELECT lease_owner FROM items WHERE lease_owner IS NOT NULL")
-            leased = {int(r["lease_owner"].split(":")[1]) for r in owners}
-            return [pid for pid in children if pid in leased][:kills]
-
-        victims = wait_for(
-            lambda: len(found := holding()) == kills and found, 60, f"{kills} leased workers"
-        )
         for pid in victims:
+            (owner,) = pg_lab.query("SELECT lease_owner FROM items WHERE key = %s", (holding[pid],))
+            assert f":{pid}:" in owner["lease_owner"], "a parked worker lost its lease"
             os.kill(pid, signal.SIGKILL)
         assert pg_lab.completed() < items, "the run ended before the kill"
+    gate.touch()
     code = proc.wait(900)
     elapsed = time.monotonic() - started
     assert code == 0, proc.output()

@@ -27,8 +27,22 @@ LEASE = 10
 
 def run_through(lab: PgLab, workers: int, items: int, disrupt: Callable[[], None]) -> None:
     """Run ``workers`` processes over ``items`` items, ``disrupt`` the database at each share
-    of :data:`RESTARTS`; every worker must carry on and every item complete, each step once."""
-    env = {"STOPLINE_PG_ITEMS": items, "STOPLINE_PG_LEASE": LEASE, "STOPLINE_PG_SLEEP": 0.01}
+    of :data:`RESTARTS`; every worker must carry on and every item complete, each step once.
+
+    Whatever the timing: the last key's ``observe`` waits for a gate, so the run cannot end
+    before the last disruption; after it, every process parks in its next ``observe`` and the
+    gate opens once all have, so each one surely commits work after the last disruption."""
+    gate, when, parked = lab.root / "gate", lab.root / "disrupted", lab.root / "parked"
+    parked.mkdir()
+    env = {
+        "STOPLINE_PG_ITEMS": items,
+        "STOPLINE_PG_LEASE": LEASE,
+        "STOPLINE_PG_SLEEP": 0.01,
+        "STOPLINE_PG_BLOCK_KEY": f"item-{items - 1:04d}",
+        "STOPLINE_PG_GATE": gate,
+        "STOPLINE_PG_PARK_DIR": parked,
+        "STOPLINE_PG_PARK_WHEN": when,
+    }
     linger = str(LEASE + 5)  # --once waits out a lease a lost claim may have left behind
     procs = [lab.run_fleet("--linger", linger, env=env, name=f"worker{n}") for n in range(workers)]
 
@@ -43,6 +57,14 @@ def run_through(lab: PgLab, workers: int, items: int, disrupt: Callable[[], None
         assert lab.completed() < items, "the run ended before the disruption"
         disrupt()
     back = datetime.now(UTC)
+    when.touch()
+    pids = {p.pid for p in procs}
+    wait_for(
+        lambda: progress(0) and {int(p.name) for p in parked.iterdir() if p.name.isdigit()} == pids,
+        300,
+        "every worker to park in a step after the last disruption",
+    )
+    gate.touch()
     for proc in procs:
         code = proc.wait(600)
         assert code == 0, proc.output()
@@ -51,7 +73,6 @@ def run_through(lab: PgLab, workers: int, items: int, disrupt: Callable[[], None
         " WHERE command <> 'discover' AND at > %s",
         (back,),
     )
-    pids = {p.pid for p in procs}
     assert {r["pid"] for r in after} == pids, "a worker did no work after the last disruption"
     check_fleet(lab, items)
     assert reexecuted(lab) == [], "a step ran twice across a disruption"

@@ -15,6 +15,9 @@ from proc import wait_for
 from .labkit import Lab, parse_time
 
 BLOCK_OBSERVE = {"STOPLINE_TEST_BLOCK_STEP": "observe"}
+# The worker that takes over holds its own leases long: no stall of a loaded machine can let
+# one run out under it (only the first worker's short lease is under test).
+LONG_LEASE = {"STOPLINE_TEST_LEASE": "60"}
 
 
 def _blocked_worker(lab: Lab, ref: str, name: str = "a") -> tuple[Any, dict[str, Any]]:
@@ -66,7 +69,7 @@ def test_sigkill_mid_step_counts_the_attempt_and_the_next_worker_takes_over(
             10,
             "the dead worker's lease to expire",
         )
-    b = lab.run_app("--once", name="b")
+    b = lab.run_app("--once", env=LONG_LEASE, name="b")
     assert b.wait(60) == 0, b.output()
 
     item = lab.item(ref)
@@ -128,7 +131,7 @@ def test_sigstop_past_the_lease_then_sigcont_the_late_commit_is_refused(make_lab
     a_id = held["lease_owner"]
     lab.pause(a)
     try:
-        b = lab.run_app("--once", name="b")
+        b = lab.run_app("--once", env=LONG_LEASE, name="b")
         assert b.wait(60) == 0, b.output()
         item = lab.item("lab/review-1")
         assert item["state"] == "ready_for_review"
@@ -160,10 +163,12 @@ def test_sigstop_past_the_lease_then_sigcont_the_late_commit_is_refused(make_lab
 
 def test_a_live_lease_is_never_taken(make_lab: Any) -> None:
     """While a worker holds and renews its lease, another worker process never runs the step."""
-    lab = make_lab(keys="done-1", lease=2)
+    # a renews every lease/3 seconds: its lease runs out only if it stalls for 2/3 of a lease
+    # (2.7 s here); the window below spans two lease periods, so renewals are what keep b out
+    lab = make_lab(keys="done-1", lease=4)
     a, held = _blocked_worker(lab, "lab/done-1")
     b = lab.run_app(name="b")  # long-running: it keeps polling for claimable work
-    time.sleep(4)  # two lease periods: only the holder's renewals keep b out
+    time.sleep(8)  # two lease periods: only the holder's renewals keep b out
     assert b.popen.poll() is None, b.output()
     assert lab.runs("pid = ?", (b.pid,)) == []
     item = lab.item("lab/done-1")

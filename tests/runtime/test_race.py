@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from proc import wait_for
+
 from .labkit import Lab, lab_module
 
 END_STATE = {
@@ -36,10 +38,23 @@ def _keys_spec(items: int) -> str:
 def _race(
     lab: Lab, processes: int, *, workers_each: int = 1, timeout: float = 120, all_busy: bool = False
 ) -> None:
+    # Every worker process parks in its first hook until all have: each one surely takes part,
+    # however slowly the machine starts them.
+    parked = lab.root / "parked"
+    parked.mkdir()
+    lab.env["STOPLINE_TEST_PARK_DIR"] = str(parked)
     procs = [
         lab.run_app("--once", "--workers", str(workers_each), name=f"w{n}")
         for n in range(processes)
     ]
+
+    def all_parked() -> bool:
+        for proc in procs:
+            assert proc.popen.poll() is None, proc.output()
+        return len([p for p in parked.iterdir() if p.name.isdigit()]) == processes * workers_each
+
+    wait_for(all_parked, timeout, "every worker process to start work")
+    lab.gate.touch()
     for proc in procs:
         code = proc.wait(timeout)
         assert code == 0, proc.output()

@@ -63,8 +63,10 @@ def _check_account(lab: Lab, policy: RetryPolicy, outcomes: list[str]) -> dict[s
 
 def test_retryable_failure_exhausts_after_max_attempts_across_restarts(make_lab: Any) -> None:
     """An always-retryable failure: exhausted after exactly max_attempts over many processes."""
-    lab = make_lab(keys="broken-1", max_attempts=3, delay=0.3, jitter=0.5)
-    policy = _policy(3, 0.3, 0.5)
+    # A process makes a second attempt only if it stalls for a whole retry delay between its
+    # failure and its next claim: a delay of a second or more keeps one attempt per process.
+    lab = make_lab(keys="broken-1", max_attempts=3, delay=1.0, jitter=0.5)
+    policy = _policy(3, 1.0, 0.5)
     lab.run_once("--linger", "0")  # at most one attempt per process
     launches = 1
     while lab.item(REF)["state"] != "exhausted":
@@ -96,11 +98,20 @@ def test_budget_survives_sigterm_sigkill_and_restarts_of_long_running_workers(
     def attempts_run(n: int) -> Any:
         return wait_for(lambda: len(lab.runs()) >= n, 60, f"attempt {n} to start")
 
-    p1 = lab.run_app(name="p1")
+    # p1 is stopped while its first attempt is still running (held in observe by its own
+    # gate), so it cannot have claimed a second one by the time it notices the signal.
+    gate1 = lab.root / "gate-p1"
+    hold = {
+        "STOPLINE_TEST_BLOCK_STEP": "observe",
+        "STOPLINE_TEST_BLOCK_ATTEMPT": "1",
+        "STOPLINE_TEST_GATE": str(gate1),
+    }
+    p1 = lab.run_app(env=hold, name="p1")
     attempts_run(1)
-    wait_for(lambda: lab.item(REF)["attempt_log"], 30, "attempt 1 to be recorded")
     os.kill(p1.pid, signal.SIGTERM)
+    gate1.touch()
     assert p1.wait(30) == 0, p1.output()
+    assert lab.item(REF)["attempt_log"], "attempt 1 was not recorded"
 
     block = {"STOPLINE_TEST_BLOCK_STEP": "observe", "STOPLINE_TEST_BLOCK_ATTEMPT": "2"}
     p2 = lab.run_app(env=block, name="p2")
@@ -108,7 +119,7 @@ def test_budget_survives_sigterm_sigkill_and_restarts_of_long_running_workers(
     os.kill(p2.pid, signal.SIGKILL)
     assert p2.wait(30) == -signal.SIGKILL
 
-    p3 = lab.run_app(name="p3")
+    p3 = lab.run_app(env={"STOPLINE_TEST_LEASE": "60"}, name="p3")  # no stall costs it a lease
     wait_for(lambda: lab.item(REF)["state"] == "exhausted", 60, "the item to be exhausted")
     os.kill(p3.pid, signal.SIGTERM)
     assert p3.wait(30) == 0, p3.output()

@@ -218,7 +218,8 @@ def test_openapi_documents_every_command(live: Server) -> None:
 
 def test_metrics(demo: Demo, live: Server) -> None:
     with live.client(demo.tokens["carol"]) as carol:
-        carol.post(f"/api/items/{demo.item(CHECKOUT).id}/approve", json={"proposal": "x"})
+        for _ in range(2):  # one audit row counting two refusals: the metric adds the counts
+            carol.post(f"/api/items/{demo.item(CHECKOUT).id}/approve", json={"proposal": "x"})
     response = live.client().get("/metrics")
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
@@ -226,9 +227,9 @@ def test_metrics(demo: Demo, live: Server) -> None:
     assert 'stopline_items{state="awaiting_approval",state_class="stop"} 3' in text
     assert 'stopline_stopped_oldest_age_seconds{state="exhausted"}' in text
     assert 'stopline_decisions_total{command="propose",kind="applied"} 4' in text
-    assert 'stopline_decisions_total{command="approve",kind="refused"} 1' in text
+    assert 'stopline_decisions_total{command="approve",kind="refused"} 2' in text
     assert (
-        'stopline_decision_reasons_total{command="approve",kind="refused",reason="actor_not_authorized"} 1'
+        'stopline_decision_reasons_total{command="approve",kind="refused",reason="actor_not_authorized"} 2'
         in text
     )
     assert "stopline_exhaustions_total 1" in text

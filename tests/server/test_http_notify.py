@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -16,6 +15,7 @@ import httpx
 import pytest
 
 from helpers import dump
+from proc import wait_for
 from stopline.http import metrics
 from stopline.runtime.notifier import DEFAULT_RETRY, NotifySettings, notify_pending
 from stopline.store import open_store
@@ -129,6 +129,17 @@ def test_metrics_on_each_store(demo_url: str, receiver: Receiver) -> None:
     assert "itm_" not in text
 
 
+def notify_rows(url: str, table: str) -> int:
+    """The number of rows in one of the notifier's tables."""
+    store: Any = open_store(url)
+    try:
+        with store._read() as cur:
+            cur.execute(f"SELECT COUNT(*) AS n FROM {table}")
+            return int(cur.fetchone()["n"])
+    finally:
+        store.close()
+
+
 def test_the_server_notifies_new_stops(
     demo: Demo, start_server: Callable[..., Server], receiver: Receiver, tmp_path: Path
 ) -> None:
@@ -139,19 +150,27 @@ def test_the_server_notifies_new_stops(
         STOPLINE_NOTIFY_INTERVAL="0.2",
         STOPLINE_BASE_URL="https://inbox.example",
     )
-    time.sleep(0.5)
-    assert receiver.received == []  # stops from before webhooks were switched on are not sent
+    # stops from before webhooks were switched on are not sent: once the notifier's first pass
+    # has set its cursor, nothing is queued and nothing was received
+    wait_for(lambda: notify_rows(demo.url, "notify_cursor") == 2, 60, "the notifier's first pass")
+    assert notify_rows(demo.url, "notifications") == 0
+    assert receiver.received == []
     item = demo.item("support-triage/msg-1044")
     with server.client(demo.tokens["carol"]) as carol:
         done = carol.post(f"/api/items/{item.id}/reinspect", json={"reason": "check again"})
         assert done.json()["state"] == "observing"
     prepare_demo(demo.url, tmp_path / "drafts")  # the workers propose again: a new stop
-    deadline = time.monotonic() + 20
-    while not receiver.received and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_for(lambda: receiver.received, 60, "the webhook to arrive")
     [message] = receiver.messages()
     assert message["data"]["item"] == item.id
     assert message["data"]["state"] == "awaiting_approval"
     assert message["data"]["url"] == f"https://inbox.example/items/{item.id}"
-    metrics_text = httpx.get(f"{server.base}/metrics").text
-    assert 'stopline_notifications{status="delivered"} 1' in metrics_text
+    # the receiver has the message before the server records its answer: wait for the record
+    wait_for(
+        lambda: (
+            'stopline_notifications{status="delivered"} 1'
+            in httpx.get(f"{server.base}/metrics").text
+        ),
+        60,
+        "the delivery to be recorded",
+    )

@@ -74,7 +74,7 @@ def start_wsgidav(root: Path) -> DavServer:
         stderr=subprocess.DEVNULL,
     )
     server = DavServer(root, port, process)
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60  # a bound on a hang, not on speed
     while True:
         if process.poll() is not None:
             raise RuntimeError(f"wsgidav exited with {process.returncode}")

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stopline.core.artifacts import Artifact, Asset
@@ -181,7 +181,7 @@ def test_body_that_is_not_unicode_is_refused(target: DirectoryTarget) -> None:
     assert os.listdir(target.root) == []
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(min_size=1, max_size=300))
 def test_key_slug_is_always_a_safe_single_name(key: str) -> None:
     """Every non-empty key maps to a stable slug of safe characters, at most 65 long."""

@@ -227,7 +227,7 @@ def cmd_run(args: argparse.Namespace, store: Store, out: Out) -> int:
             linger=args.linger,
             notify=notify,
         )
-    except (AppLoadError, InvalidName) as exc:  # InvalidName: an actor to seed looks like one
+    except (AppLoadError, InvalidName, StoreError) as exc:  # no app, a bad name, an unusable schema
         raise UsageError(str(exc)) from exc
     out.doc(
         {
@@ -365,11 +365,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Out(getattr(args, "json", False))
     try:
         migrating = args.command == "migrate"
-        # `serve` refuses an unmigrated or unknown schema instead of changing it.
+        # `serve` refuses an unmigrated or unknown schema instead of changing it; `run`
+        # migrates and checks it itself, waiting while the database is away.
         store = open_store(
             database_url(args.db),
-            migrate=args.command not in ("migrate", "serve"),
-            check=not migrating and args.command != "serve",
+            migrate=args.command not in ("migrate", "serve", "run"),
+            check=not migrating and args.command not in ("serve", "run"),
         )
     except StoreError as exc:
         print(f"stopline: {exc}", file=sys.stderr)

@@ -2,8 +2,9 @@
 
 The IO (a lookup, a readback, a publication call) happens here; what it found goes to the
 core as a command, so the rules stay in ``decide()``. A remote call is made only after the
-command layer's own check (``CommandLayer.check``: the record's seal, the registry, then
-``decide()``) says the command would apply: refused input makes no remote call.
+command layer's own check (``CommandLayer.preview``: the record's seal, the registry, the
+signature, then ``decide()``) says the command would apply, and a publication call only after
+that check is passed again right before it: refused input makes no remote call.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class CommandLayer(Protocol):
 
     def item(self, ref: str) -> Item | None: ...
 
-    def check(self, ref: str, command: Command) -> Decision: ...
+    def preview(self, ref: str, command: Command) -> Decision: ...
 
     def run(
         self, ref: str, command: Command, *, idempotency_key: str | None = None
@@ -69,8 +70,8 @@ def reconcile(
     replay = idempotency_key is not None and commands.store.idempotency(idempotency_key)
     if not replay:
         # The rules that need no lookup come first: a refused reconcile makes no remote call.
-        check = commands.check(ref, nothing_found)
-        if check.outcome is Outcome.REFUSED and set(check.reasons) - {
+        preview = commands.preview(ref, nothing_found)
+        if preview.outcome is Outcome.REFUSED and set(preview.reasons) - {
             Reason.REMOTE_IDENTITY_MISSING
         }:
             return commands.run(ref, nothing_found, idempotency_key=idempotency_key)
@@ -108,7 +109,7 @@ def publish(
     """Check the rules first, publish every bound object, then record the signal."""
     unsigned = Publish(actor=actor, packet=packet)
     item = commands.item(ref)
-    if item is None or commands.check(ref, unsigned).outcome is not Outcome.APPLIED:
+    if item is None or commands.preview(ref, unsigned).outcome is not Outcome.APPLIED:
         return commands.run(ref, unsigned, idempotency_key=idempotency_key)
     target = target_for(commands, item.automation, app_spec)
     if target is None:
@@ -116,6 +117,10 @@ def publish(
     signals = []
     try:
         for record in item.doc("artifacts") or ():
+            # before each publication call, every check again (the record, its seal, the
+            # registry, the signature): nothing is published on authority that no longer holds
+            if commands.preview(ref, unsigned).outcome is not Outcome.APPLIED:
+                return commands.run(ref, unsigned, idempotency_key=idempotency_key)
             signals.append(
                 target.publish(RemoteRef(record["remote_id"], record["remote_version"] or ""))
             )

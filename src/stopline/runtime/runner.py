@@ -13,10 +13,10 @@ from types import FrameType
 
 from ..clock import utcnow
 from ..store import open_store
-from ..store.errors import connection_errors
 from .automation import App
 from .loader import load_app
 from .notifier import NotifySettings, hosted
+from .retrying import Reconnect, Stopped
 from .scheduler import Scheduler
 from .worker import Worker
 
@@ -49,37 +49,45 @@ def work_loop(
     scheduler: Scheduler | None = None,
     clock: Callable[[], datetime] = utcnow,
     max_idle_wait: float = 0.5,
+    reconnect: Reconnect | None = None,
 ) -> int:
-    """Claim and run steps until stopped (or, with ``once``, until nothing is due soon)."""
+    """Claim and run steps until stopped (or, with ``once``, until nothing is due soon).
+
+    Each pass (discovery when due, one step, or a wait for work) runs through ``reconnect``: a
+    pass cut off by the database is run again from the top, and it reads what it needs afresh
+    (a worker's commit reads back its own outcome, see ``Worker.commit``)."""
+    reconnect = reconnect or Reconnect(stopping=lambda: stop.requested)
     steps = 0
     next_fire: datetime | None = None
-    backoff = 0.0
-    transient = connection_errors()
-    while not stop.requested:
-        try:
-            if scheduler is not None and not once:
-                now = clock()
-                if next_fire is None or now >= next_fire:
-                    scheduler.tick()
-                    next_fire = scheduler.next_fire()
-            if worker.tick():
-                steps += 1
-                backoff = 0.0
-                continue
+
+    def one_pass() -> bool:
+        """One pass of the loop; ``False`` when the loop is done."""
+        nonlocal steps, next_fire
+        if scheduler is not None and not once:
             now = clock()
-            due = worker.store.next_due(list(worker.automations))
-            wait = max_idle_wait
-            if due is not None:
-                wait = min(wait, max((due - now).total_seconds(), 0.0))
-            if once and (due is None or (due - now).total_seconds() > linger):
-                break
-            if scheduler is not None and not once and next_fire is not None:
-                wait = min(wait, max((next_fire - now).total_seconds(), 0.0))
-            worker.store.wait_for_work(max(wait, 0.01))
-        except transient as exc:  # the database went away: wait, reconnect, carry on
-            backoff = min(max(backoff * 2, 0.1), 5.0)
-            log.warning("database unavailable (%s); retrying in %.1f s", exc, backoff)
-            time.sleep(backoff)
+            if next_fire is None or now >= next_fire:
+                scheduler.tick()
+                next_fire = scheduler.next_fire()
+        if worker.tick():
+            steps += 1
+            return True
+        now = clock()
+        due = worker.store.next_due(list(worker.automations))
+        wait = max_idle_wait
+        if due is not None:
+            wait = min(wait, max((due - now).total_seconds(), 0.0))
+        if once and (due is None or (due - now).total_seconds() > linger):
+            return False
+        if scheduler is not None and not once and next_fire is not None:
+            wait = min(wait, max((next_fire - now).total_seconds(), 0.0))
+        worker.store.wait_for_work(max(wait, 0.01))
+        return True
+
+    try:
+        while not stop.requested and reconnect.call("running the work loop", one_pass):
+            pass
+    except Stopped:
+        pass
     return steps
 
 
@@ -93,9 +101,14 @@ def _child(
     stop = _Stop()
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    store = open_store(url, migrate=False)
+    reconnect = Reconnect(stopping=lambda: stop.requested)
+    try:
+        store = reconnect.call("opening the database", open_store, url, migrate=False)
+    except Stopped:
+        queue.put((0, 0))
+        return
     worker = Worker(store, load_app(spec))
-    steps = work_loop(worker, once=once, linger=linger, stop=stop)
+    steps = work_loop(worker, once=once, linger=linger, stop=stop, reconnect=reconnect)
     queue.put((steps, worker.transitions))
     store.close()
 
@@ -111,7 +124,10 @@ def run(
 ) -> RunSummary:
     """Serve ``spec``'s automations. Extra workers are separate processes (``spec`` must then
     be an importable ``module:attribute`` or file path). With ``notify``, the webhook notifier
-    runs beside them (with ``once``, it runs one last round before this returns)."""
+    runs beside them (with ``once``, it runs one last round before this returns).
+
+    Every store call, startup included, waits out a database that is away (see
+    :mod:`stopline.runtime.retrying`); a stop signal during that wait ends the run."""
     with hosted(url, notify, flush=once):
         return _run(spec, url, once=once, workers=workers, linger=linger)
 
@@ -125,32 +141,39 @@ def _run(
     linger: float = 5.0,
 ) -> RunSummary:
     app = load_app(spec) if isinstance(spec, str) else spec
-    store = open_store(url)
-    scheduler = Scheduler(store, app)
-    try:
-        scheduler.register()
-    except BaseException:  # e.g. an actor to seed that looks like a registered one
-        store.close()
-        raise
+    if workers > 1 and not isinstance(spec, str):
+        raise ValueError("several worker processes need an importable APP spec")
     summary = RunSummary(workers=workers)
-    fired = scheduler.tick(force=once)
-    summary.discovered = sum(f.new for f in fired)
     stop = _Stop()
     previous = signal.signal(signal.SIGTERM, stop), signal.signal(signal.SIGINT, stop)
+    reconnect = Reconnect(stopping=lambda: stop.requested)
+    try:
+        store = reconnect.call("opening the database", open_store, url)
+    except BaseException as exc:  # stopped while waiting, or a schema this code cannot use
+        signal.signal(signal.SIGTERM, previous[0])
+        signal.signal(signal.SIGINT, previous[1])
+        if isinstance(exc, Stopped):
+            return summary
+        raise
+    scheduler = Scheduler(store, app, reconnect=reconnect)
     ctx = multiprocessing.get_context("spawn")
     queue: multiprocessing.Queue[tuple[int, int]] = ctx.Queue()
     children = []
-    if workers > 1:
-        if not isinstance(spec, str):
-            raise ValueError("several worker processes need an importable APP spec")
+    try:
+        scheduler.register()
+        fired = scheduler.tick(force=once)
+        summary.discovered = sum(f.new for f in fired)
         for _ in range(workers - 1):
             proc = ctx.Process(target=_child, args=(spec, url, once, linger, queue), daemon=False)
             proc.start()
             children.append(proc)
-    worker = Worker(store, app)
-    try:
-        summary.steps = work_loop(worker, once=once, linger=linger, stop=stop, scheduler=scheduler)
+        worker = Worker(store, app)
+        summary.steps = work_loop(
+            worker, once=once, linger=linger, stop=stop, scheduler=scheduler, reconnect=reconnect
+        )
         summary.transitions = worker.transitions
+    except Stopped:
+        pass
     finally:
         signal.signal(signal.SIGTERM, previous[0])
         signal.signal(signal.SIGINT, previous[1])

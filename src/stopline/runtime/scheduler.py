@@ -2,13 +2,17 @@
 
 Discovery only ever inserts new keys. A key that exists already, whatever its state, is left
 exactly as it is: re-discovery never resets a state, an attempt count, a proposal or a history.
+
+Every store call goes through :class:`~stopline.runtime.retrying.Reconnect`. Keys are inserted
+one by one, each in its own retried check-then-insert: a connection lost in the middle of a
+discovery loses no key and doubles none, and the discovery hook is not run again.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -22,6 +26,7 @@ from ..store import Store
 from .automation import App, Automation, Discovered, HookContext
 from .commit import Committed, commit
 from .hook_output import limit_violations
+from .retrying import Reconnect
 
 log = logging.getLogger("stopline.scheduler")
 MAX_KEY = 200
@@ -41,10 +46,18 @@ class Fired:
 
 
 class Scheduler:
-    def __init__(self, store: Store, app: App, *, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(
+        self,
+        store: Store,
+        app: App,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        reconnect: Reconnect | None = None,
+    ) -> None:
         self.store = store
         self.app = app
         self.clock = clock
+        self.reconnect = reconnect or Reconnect()
 
     def register(self) -> None:
         """Store each automation's policy (CLI commands read it) and seed declared actors.
@@ -54,7 +67,7 @@ class Scheduler:
         now = self.clock()
         for automation in self.app.automations:
             require_normal(AUTOMATION, automation.name)
-        known = self.store.actors()
+        known = self.reconnect.call("reading the actors", self.store.actors)
         seeds = {name: roles for name, roles in self.app.actors.items() if name not in known}
         for name, roles in seeds.items():
             require_normal(ACTOR, name)
@@ -66,8 +79,20 @@ class Scheduler:
                     ACTOR, name, f"actor name {name!r} looks like the registered actor {similar!r}"
                 )
         for automation in self.app.automations:
-            self.store.register_automation(automation.name, automation.policy, now)
+            self.reconnect.call(
+                f"registering automation {automation.name}",
+                self.store.register_automation,
+                automation.name,
+                automation.policy,
+                now,
+            )
         for name, roles in seeds.items():
+            self.reconnect.call(f"seeding actor {name}", self._seed_actor, name, roles, now)
+
+    def _seed_actor(self, name: str, roles: Sequence[str], now: datetime) -> None:
+        """Add ``name`` unless it exists: run again after a lost reply, the check reads back
+        the actor the first run added, so its audit event is written once."""
+        if name not in self.store.actors():
             self.store.set_actor(
                 Actor(name, frozenset(roles)),
                 "add",
@@ -75,8 +100,15 @@ class Scheduler:
                 now,
             )
 
+    def _last_discovery(self, automation: Automation) -> datetime | None:
+        return self.reconnect.call(
+            f"reading the schedule of {automation.name}",
+            self.store.last_discovery,
+            automation.name,
+        )
+
     def due(self, automation: Automation, now: datetime) -> bool:
-        last = self.store.last_discovery(automation.name)
+        last = self._last_discovery(automation)
         return last is None or now >= last + timedelta(seconds=automation.every)
 
     def tick(self, *, force: bool = False) -> list[Fired]:
@@ -86,7 +118,7 @@ class Scheduler:
     def next_fire(self) -> datetime | None:
         times = []
         for automation in self.app.automations:
-            last = self.store.last_discovery(automation.name)
+            last = self._last_discovery(automation)
             times.append(
                 self.clock() if last is None else last + timedelta(seconds=automation.every)
             )
@@ -107,28 +139,42 @@ class Scheduler:
         except Exception:
             log.exception("discovery of %s failed; nothing was written", automation.name)
             return fired
-        policy = automation.policy
         for entry in found:
             d = entry if isinstance(entry, Discovered) else Discovered(str(entry))
             if not d.key or len(d.key) > MAX_KEY or "\x00" in d.key or outside_limits(d):
                 fired.rejected += 1
                 continue
-            if self.store.find(automation.name, d.key) is not None:
-                fired.existing += 1
-                continue
-            command = Discover(
-                item_id=new_item_id(), automation=automation.name, key=d.key, input=dict(d.input)
-            )
-            decision = decide(None, command, Context(now, policy))
-            done = commit(self.store, decision, command=command.name, actor=SCHEDULER, now=now)
-            if done.status is Committed.APPLIED:
+            item_id = new_item_id()
+            what = f"discovering {automation.name}/{d.key}"
+            status = self.reconnect.call(what, self._insert, automation, d, item_id, now)
+            if status is Committed.APPLIED:
                 fired.new += 1
-            elif done.status is Committed.REFUSED:  # audited, like every refusal
+            elif status is Committed.REFUSED:  # audited, like every refusal
                 fired.rejected += 1
             else:
                 fired.existing += 1
-        self.store.set_last_discovery(automation.name, now)
+        self.reconnect.call(
+            f"recording the discovery of {automation.name}",
+            self.store.set_last_discovery,
+            automation.name,
+            now,
+        )
         return fired
+
+    def _insert(
+        self, automation: Automation, d: Discovered, item_id: str, now: datetime
+    ) -> Committed:
+        """Insert the key as item ``item_id`` unless the key exists: ``applied`` when this call
+        (or an earlier run of it whose reply was lost: the item found has ``item_id``) wrote it,
+        ``lost`` when the key was there, ``refused`` (audited) when the core refused it."""
+        existing = self.store.find(automation.name, d.key)
+        if existing is not None:
+            return Committed.APPLIED if existing.id == item_id else Committed.LOST
+        command = Discover(
+            item_id=item_id, automation=automation.name, key=d.key, input=dict(d.input)
+        )
+        decision = decide(None, command, Context(now, automation.policy))
+        return commit(self.store, decision, command=command.name, actor=SCHEDULER, now=now).status
 
 
 def outside_limits(found: Discovered) -> bool:

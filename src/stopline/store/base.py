@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from abc import ABC, abstractmethod
@@ -673,15 +674,27 @@ class SQLStore(ABC):
     def record_refusal(
         self, decision: Decision, command: str, actor: str | None, now: datetime
     ) -> None:
+        """Count the refusal in its row: one row per (item, command, actor, reason codes).
+
+        A refusal about no stored item (``unknown_item``, a reused idempotency key naming
+        nothing) keeps no item id: the reference is whatever the client sent, and keeping it
+        would give every guess a row of its own."""
+        item_id = decision.item_id if decision.before is not None else None
+        reasons = list(decision.reasons)
+        key = [item_id, command, actor, reasons]
+        group_key = hashlib.sha256(
+            json.dumps(key, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+        ).hexdigest()
         with self._write() as cur:
             cur.execute(
-                self.q["insert_refusal"],
+                self.q["record_refusal"],
                 {
+                    "group_key": group_key,
                     "at": self._time(now),
-                    "item_id": decision.item_id,
+                    "item_id": item_id,
                     "command": command,
                     "actor": actor,
-                    "reasons": self._json(list(decision.reasons)),
+                    "reasons": self._json(reasons),
                 },
             )
 

@@ -156,7 +156,10 @@ class Store(Protocol):
 
     def record_refusal(
         self, decision: Decision, command: str, actor: str | None, now: datetime
-    ) -> None: ...
+    ) -> None:
+        """Count a refusal in the audit: one row per (item, command, actor, reason codes) with
+        ``count``, ``first_at`` and ``last_at`` (see ``docs/records.md``)."""
+        ...
 
     def last_discovery(self, automation: str) -> datetime | None: ...
 

@@ -16,7 +16,7 @@ tests/delivery/apps/digest_app.py:app`` entry point, configured by ``STOPLINE_DE
   unchanged), ``all`` (rewrite every artifact, in scope or not), ``extra`` (``scope`` plus a new
   artifact ``article-3``), ``fail`` (raise), ``absent`` (the automation declares no revise
   hook at all).
-* ``lease_seconds`` (default 1.0), ``timeout`` (WebDAV client timeout, default 5.0).
+* ``lease_seconds`` (default 1.0; the tests set 30), ``timeout`` (WebDAV client timeout, default 5.0).
 """
 
 from __future__ import annotations

@@ -21,8 +21,17 @@ Environment:
 * ``STOPLINE_PG_ITEMS``: how many keys discovery finds (``item-0000`` ..), default 0.
 * ``STOPLINE_PG_LEASE``: lease seconds (default 30).
 * ``STOPLINE_PG_SLEEP``: seconds every hook sleeps after its effect (default 0).
+* ``STOPLINE_PG_ACTORS``: comma-separated actor names the app seeds (role ``operator``).
 * ``STOPLINE_PG_BLOCK_KEY`` and ``STOPLINE_PG_GATE``: ``observe`` of that key blocks after
   recording its execution, before its effect, until the gate file exists (two minutes at most).
+* ``STOPLINE_PG_PARK_DIR`` and ``STOPLINE_PG_GATE``: every process parks once in an
+  ``observe``, after recording its execution: it writes the file ``PARK_DIR/<pid>`` (holding
+  the item's key) and blocks until the gate file exists. It parks in its first ``observe``
+  after ``STOPLINE_PG_PARK_AFTER`` (N, default 0) of them, and only once the file
+  ``STOPLINE_PG_PARK_WHEN`` exists, if that is set. A parked worker holds its lease (renewing
+  it) and has committed N items: a test can kill it knowing it abandons a step, or wait for
+  every process to park knowing each one is working. With ``PARK_DIR`` set, a process blocked
+  on ``BLOCK_KEY`` counts as parked (it writes its file too).
 """
 
 from __future__ import annotations
@@ -63,6 +72,8 @@ RETRY_FOR = 120.0
 GATE_LIMIT = 120.0
 
 _conn: psycopg.Connection[Any] | None = None
+_observed = 0  # observe hooks run by this process
+_parked = False  # whether this process has parked
 
 
 def _env(name: str, default: str = "") -> str:
@@ -88,11 +99,35 @@ def _execute(sql: str, params: tuple[Any, ...]) -> None:
             time.sleep(0.2)
 
 
+def _park(key: str) -> None:
+    """Write this process's park file (when parking is on), then wait for the gate."""
+    global _parked
+    _parked = True
+    folder = _env("PARK_DIR")
+    if folder:
+        marker = os.path.join(folder, str(os.getpid()))
+        with open(marker + ".tmp", "w") as out:
+            out.write(key)
+        os.replace(marker + ".tmp", marker)  # the test never reads a half-written file
+    _wait_for_gate()
+
+
 def _wait_for_gate() -> None:
     gate = _env("GATE")
     deadline = time.monotonic() + GATE_LIMIT
     while not (gate and os.path.exists(gate)) and time.monotonic() < deadline:
         time.sleep(0.02)
+
+
+def _maybe_park(key: str) -> None:
+    global _observed
+    _observed += 1
+    if not _env("PARK_DIR") or _parked or _observed <= int(_env("PARK_AFTER", "0")):
+        return
+    when = _env("PARK_WHEN")
+    if when and not os.path.exists(when):
+        return
+    _park(key)
 
 
 def _step(ctx: HookContext, step: str) -> None:
@@ -105,7 +140,9 @@ def _step(ctx: HookContext, step: str) -> None:
         (*who, item.attempts),
     )
     if step == "observe" and item.key == _env("BLOCK_KEY"):
-        _wait_for_gate()
+        _park(item.key)
+    elif step == "observe":
+        _maybe_park(item.key)
     _execute(
         "INSERT INTO effects (item_key, step, pid, token) VALUES (%s, %s, %s, %s)"
         " ON CONFLICT (item_key, step) DO NOTHING",
@@ -147,8 +184,10 @@ app = App(
             execute=execute,
             every=3600.0,
             lease_seconds=float(_env("LEASE", "30")),
+            hook_timeout=GATE_LIMIT + 60,  # a parked or blocked hook waits for its gate
             retry=RetryPolicy(max_attempts=5, base_delay=0.05, max_delay=1.0),
             approval=ApprovalPolicy(rules={"tidy": ApprovalRule(approvals=0)}),
         )
-    ]
+    ],
+    actors={name: ("operator",) for name in _env("ACTORS").split(",") if name},
 )

@@ -39,6 +39,9 @@ Environment (all optional except the effects file):
   ``STOPLINE_TEST_BLOCK_AT`` (``before`` the effect, the default, or ``after`` it): the hook
   blocks until the file ``STOPLINE_TEST_GATE`` exists (at most two minutes).
 * ``STOPLINE_TEST_HOOK_SLEEP``: seconds every hook sleeps (to widen races).
+* ``STOPLINE_TEST_PARK_DIR``: every process parks in the first hook it runs, after recording
+  the run: it writes the file ``PARK_DIR/<pid>`` and blocks until the gate file exists. A test
+  that waits for every process to park knows that each one has started work.
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ CREATE TABLE IF NOT EXISTS discoveries (
     id INTEGER PRIMARY KEY AUTOINCREMENT, automation TEXT, pid INTEGER, at REAL, keys TEXT);
 """
 GATE_LIMIT = 120.0
+_parked = False  # whether this process has parked (see STOPLINE_TEST_PARK_DIR)
 
 
 def _env(name: str, default: str) -> str:
@@ -152,6 +156,26 @@ def _record_effect(ctx: HookContext, step: str) -> None:
     )
 
 
+def _wait_for_gate() -> None:
+    gate = _env("GATE", "")
+    deadline = time.monotonic() + GATE_LIMIT
+    while not (gate and os.path.exists(gate)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _maybe_park() -> None:
+    global _parked
+    folder = _env("PARK_DIR", "")
+    if not folder or _parked:
+        return
+    _parked = True
+    marker = os.path.join(folder, str(os.getpid()))
+    with open(marker + ".tmp", "w") as out:
+        out.write("parked")
+    os.replace(marker + ".tmp", marker)  # never seen half-written
+    _wait_for_gate()
+
+
 def _maybe_block(ctx: HookContext, step: str, where: str) -> None:
     item = ctx.item
     assert item is not None
@@ -162,15 +186,13 @@ def _maybe_block(ctx: HookContext, step: str, where: str) -> None:
     attempt = _env("BLOCK_ATTEMPT", "")
     if attempt and int(attempt) != item.attempts:
         return
-    gate = _env("GATE", "")
-    deadline = time.monotonic() + GATE_LIMIT
-    while not (gate and os.path.exists(gate)) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    _wait_for_gate()
 
 
 def _step(ctx: HookContext, step: str, outcome: Any) -> Any:
     """Record the run, block if asked, fail or record the effect, then return ``outcome``."""
     _record_run(ctx, step)
+    _maybe_park()
     _maybe_block(ctx, step, "before")
     if isinstance(outcome, BaseException):
         raise outcome

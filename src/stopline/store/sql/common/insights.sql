@@ -10,8 +10,8 @@ GROUP BY command, from_state, to_state, CAST(reasons AS TEXT)
 ORDER BY command, from_state, to_state, CAST(reasons AS TEXT);
 
 -- name: refusal_counts
--- Audited refusals by command and reason codes (the refusals table, one row per refusal).
-SELECT command, CAST(reasons AS TEXT) AS reasons, COUNT(*) AS n
+-- Audited refusals by command and reason codes (the refusals table counts repeats in `count`).
+SELECT command, CAST(reasons AS TEXT) AS reasons, SUM(count) AS n
 FROM refusals
 GROUP BY command, CAST(reasons AS TEXT)
 ORDER BY command, CAST(reasons AS TEXT);

@@ -166,9 +166,15 @@ SELECT * FROM idempotency WHERE key = :key;
 INSERT INTO idempotency (key, command_digest, item_id, decision, at)
 VALUES (:key, :command_digest, :item_id, :decision, :at);
 
--- name: insert_refusal
-INSERT INTO refusals (at, item_id, command, actor, reasons)
-VALUES (:at, :item_id, :command, :actor, :reasons);
+-- name: record_refusal
+-- One row per (item, command, actor, reason codes), keyed by their digest :group_key: a
+-- refusal seen before adds one to its count and moves its last time.
+INSERT INTO refusals (group_key, item_id, command, actor, reasons, count, first_at, last_at)
+VALUES (:group_key, :item_id, :command, :actor, :reasons, 1, :at, :at)
+ON CONFLICT (group_key) DO UPDATE SET
+    count = refusals.count + 1,
+    first_at = LEAST(refusals.first_at, excluded.first_at),
+    last_at = GREATEST(refusals.last_at, excluded.last_at);
 
 -- name: get_schedule
 SELECT last_run_at FROM schedules WHERE automation = :automation;
