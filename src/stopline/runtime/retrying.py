@@ -32,12 +32,18 @@ from typing import ParamSpec, TypeVar
 
 from ..store.errors import is_transient
 
+__all__ = ["FIRST_DELAY", "MAX_DELAY", "Reconnect", "Stopped", "is_transient"]
+
 T = TypeVar("T")
 P = ParamSpec("P")
 log = logging.getLogger("stopline.reconnect")
 
 FIRST_DELAY = 0.1  # seconds before the first retry
 MAX_DELAY = 5.0  # the cap of the doubling delay
+
+
+class Stopped(Exception):
+    """A stop was asked for while waiting for the database to come back."""
 
 
 def _never() -> bool:
