@@ -13,8 +13,9 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..commands.entry import Entry, Shell, check_idempotency_key, execute, validate
+from ..commands.entry import Entry, Shell, check_idempotency_key, validate
 from ..commands.fields import ABSENT, Field, Type, from_text
+from ..commands.perform import perform
 from ..commands.runners import RunOptions
 from ..commands.table import exposed
 from ..controller import Controller
@@ -89,10 +90,10 @@ def handler(entry: Entry) -> Handler:
         controller = Controller(store)
         options = RunOptions(key, getattr(args, "app", None))
         actor = getattr(args, "actor", None)
-        decision = execute(
-            controller, entry, args.item, actor=actor, fields=fields, options=options
-        )
-        return out.decision(decision, controller)
+        done = perform(controller, entry, args.item, actor=actor, fields=fields, options=options)
+        if done.problems:
+            raise UsageError("; ".join(done.problems))
+        return out.decision(done, controller)
 
     return run
 

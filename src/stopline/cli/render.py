@@ -7,7 +7,8 @@ import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core.decision import Decision
+from ..commands.perform import Performed
+from ..core.explain import diff_lines
 
 
 def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
@@ -29,14 +30,26 @@ def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-def decision_text(decision: Decision) -> str:
-    d = decision.to_plain()
-    head = f"{d['decision']}: item {d['item']} is {d['state']}"
+def decision_text(done: Performed) -> str:
+    """The decision as a person reads it: the outcome, the reason codes, and one sentence per
+    code with the specifics (and, for a changed proposal, what changed field by field)."""
+    d = done.to_plain()
+    if d["state"] is None:
+        head = f"{d['decision']}: no item {d['item']}"
+    else:
+        head = f"{d['decision']}: item {d['item']} is {d['state']}"
     if d["sequence"] is not None:
         head += f" (event {d['sequence']})"
+    lines = [head]
     if d["reasons"]:
-        head += "\nreasons: " + ", ".join(d["reasons"])
-    return head
+        lines.append("reasons: " + ", ".join(d["reasons"]))
+    for sentence in d["explanation"]:
+        lines.append(f"  - {sentence}")
+    diff = d["details"].get("diff")
+    if diff:
+        lines.append("    what changed (the proposal you approved -> the current one):")
+        lines += [f"      {line}" for line in diff_lines(diff)]
+    return "\n".join(lines)
 
 
 def dumps(doc: Any) -> str:

@@ -16,10 +16,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from ..commands.entry import Entry, Shell, check_idempotency_key, execute, validate
+from ..commands.entry import Entry, Shell, check_idempotency_key, validate
+from ..commands.perform import Performed, perform
 from ..commands.runners import RunOptions
 from ..commands.table import exposed
-from ..core.decision import Decision, Outcome
+from ..core.decision import Outcome
 from ..core.records import Actor, Item
 from ..core.states import State, StateClass
 from ..views import event_view, item_view, summary_view
@@ -50,9 +51,12 @@ def bad_item() -> JSONResponse:
     return error(422, "invalid_input", problem, [problem])
 
 
-def decision_response(decision: Decision) -> JSONResponse:
+def decision_response(done: Performed) -> JSONResponse:
+    """The decision JSON (with its ``explanation`` and ``details``): 409 when refused."""
+    decision = done.decision
+    assert decision is not None
     status = 409 if decision.outcome is Outcome.REFUSED else 200
-    return JSONResponse(decision.to_plain(), status_code=status)
+    return JSONResponse(done.to_plain(), status_code=status)
 
 
 async def _who(request: Request) -> Actor | None:
@@ -224,10 +228,13 @@ def command_endpoint(entry: Entry) -> Any:
         if problems:
             return error(422, "invalid_input", "; ".join(problems), problems)
         options = RunOptions(key, s.settings.app_spec)
-        decision = await run_in_threadpool(
-            execute, s.controller, entry, ref, actor=actor.name, fields=fields, options=options
+        done = await run_in_threadpool(
+            perform, s.controller, entry, ref, actor=actor.name, fields=fields, options=options
         )
-        return decision_response(decision)
+        if done.problems:
+            problems = list(done.problems)
+            return error(422, "invalid_input", "; ".join(problems), problems)
+        return decision_response(done)
 
     endpoint.__name__ = f"{entry.name}_endpoint"
     return endpoint

@@ -18,6 +18,7 @@ from .automation import App
 from .loader import load_app
 from .notifier import NotifySettings, hosted
 from .scheduler import Scheduler
+from .watch import watched
 from .worker import Worker
 
 log = logging.getLogger("stopline.run")
@@ -30,6 +31,7 @@ class RunSummary:
     discovered: int = 0
     workers: int = 1
     extra: dict[str, int] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)  # the app's own code failed (watch.py)
 
 
 class _Stop:
@@ -88,15 +90,16 @@ def _child(
     url: str,
     once: bool,
     linger: float,
-    queue: multiprocessing.Queue[tuple[int, int]],
+    queue: multiprocessing.Queue[tuple[int, int, list[str]]],
 ) -> None:
     stop = _Stop()
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     store = open_store(url, migrate=False)
-    worker = Worker(store, load_app(spec))
+    app, failures = watched(load_app(spec))
+    worker = Worker(store, app)
     steps = work_loop(worker, once=once, linger=linger, stop=stop)
-    queue.put((steps, worker.transitions))
+    queue.put((steps, worker.transitions, failures.lines))
     store.close()
 
 
@@ -124,7 +127,7 @@ def _run(
     workers: int = 1,
     linger: float = 5.0,
 ) -> RunSummary:
-    app = load_app(spec) if isinstance(spec, str) else spec
+    app, failures = watched(load_app(spec) if isinstance(spec, str) else spec)
     store = open_store(url)
     scheduler = Scheduler(store, app)
     try:
@@ -138,7 +141,7 @@ def _run(
     stop = _Stop()
     previous = signal.signal(signal.SIGTERM, stop), signal.signal(signal.SIGINT, stop)
     ctx = multiprocessing.get_context("spawn")
-    queue: multiprocessing.Queue[tuple[int, int]] = ctx.Queue()
+    queue: multiprocessing.Queue[tuple[int, int, list[str]]] = ctx.Queue()
     children = []
     if workers > 1:
         if not isinstance(spec, str):
@@ -160,9 +163,11 @@ def _run(
         deadline = time.monotonic() + 60
         for proc in children:
             proc.join(timeout=max(0.0, deadline - time.monotonic()))
+        summary.failures = list(failures.lines)
         while not queue.empty():
-            steps, transitions = queue.get_nowait()
+            steps, transitions, lines = queue.get_nowait()
             summary.steps += steps
             summary.transitions += transitions
+            summary.failures += lines
         store.close()
     return summary
