@@ -77,12 +77,19 @@ def cmd_items(args: argparse.Namespace, store: Store, out: Out) -> int:
             f"unknown state {args.state!r}; one of {', '.join(s.value for s in State)}"
         )
     items = store.list_items(state=args.state, automation=args.automation, limit=args.limit)
+    actors = store.actors()
     rows = [
-        (i.id, f"{i.automation}/{i.key}", i.state.value, f"{i.attempts}/{i.max_attempts}", why(i))
+        (
+            i.id,
+            f"{i.automation}/{i.key}",
+            i.state.value,
+            f"{i.attempts}/{i.max_attempts}",
+            why(i, actors),
+        )
         for i in items
     ]
     text = render.table(rows, ["ID", "ITEM", "STATE", "ATTEMPTS", "WHY"]) if rows else "no items"
-    out.doc({"items": [summary_view(i) for i in items]}, text)
+    out.doc({"items": [summary_view(i, actors) for i in items]}, text)
     return EXIT_OK
 
 
@@ -111,8 +118,9 @@ def cmd_show(args: argparse.Namespace, store: Store, out: Out) -> int:
     item = _item_or_refuse(controller, args.item, out)
     if item is None:
         return EXIT_REFUSED
-    view = item_view(item)
-    text = render.show_text(view)
+    actors = store.actors()
+    view = item_view(item, actors)
+    text = render.show_text(view, controller.clock(), why(item, actors))
     hints = next_commands(item)
     if hints:
         text += "\nnext:\n  " + "\n  ".join(hints)

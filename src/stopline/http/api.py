@@ -65,8 +65,12 @@ async def _who(request: Request) -> Actor | None:
     return await run_in_threadpool(authenticate, s.controller, header)
 
 
-def _summary(s: Shared, item: Item) -> dict[str, Any]:
-    return {**summary_view(item), "age_seconds": round(s.age(item), 3), "overdue": s.overdue(item)}
+def _summary(s: Shared, item: Item, actors: Any = None) -> dict[str, Any]:
+    return {
+        **summary_view(item, actors),
+        "age_seconds": round(s.age(item), 3),
+        "overdue": s.overdue(item),
+    }
 
 
 def _flag(value: str) -> bool | None:
@@ -130,7 +134,8 @@ async def items_endpoint(request: Request) -> Response:
         return error(422, "invalid_input", "invalid filters", problems)
     s = shared(request)
     items = await run_in_threadpool(list_items, s, filters)
-    return JSONResponse({"items": [_summary(s, i) for i in items]})
+    actors = await run_in_threadpool(s.store.actors)
+    return JSONResponse({"items": [_summary(s, i, actors) for i in items]})
 
 
 def _unknown(ref: str) -> JSONResponse:
@@ -160,8 +165,13 @@ async def item_endpoint(request: Request) -> Response:
     if isinstance(item, Response):
         return item
     s = shared(request)
+    actors = await run_in_threadpool(s.store.actors)
     return JSONResponse(
-        {**item_view(item), "age_seconds": round(s.age(item), 3), "overdue": s.overdue(item)}
+        {
+            **item_view(item, actors),
+            "age_seconds": round(s.age(item), 3),
+            "overdue": s.overdue(item),
+        }
     )
 
 

@@ -37,6 +37,7 @@ def _page_model(v: Visit, ref: str) -> dict[str, Any] | None:
         v.s.store.policy(item.automation),
         v.s.settings.read_only,
         v.may_command,
+        v.s.store.actors(),
     )
 
 
