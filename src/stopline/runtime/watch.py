@@ -37,11 +37,14 @@ class HookFailures:
     """Failures of an app's own code, one line each, in the order they happened."""
 
     lines: list[str] = field(default_factory=list)
+    echo: Callable[[str], None] | None = None  # also told each line as it happens
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, line: str) -> None:
         with self._lock:
             self.lines.append(line)
+            if self.echo is not None:
+                self.echo(line)
 
     def __bool__(self) -> bool:
         return bool(self.lines)
