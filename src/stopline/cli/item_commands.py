@@ -31,6 +31,15 @@ AddParser = Callable[
 ]
 
 
+TRUST = (
+    "The CLI trusts --actor: anyone who can run stopline against this database can act as any"
+    " registered actor (one shell can approve as alice and then as bob). The actor registry"
+    " checks roles and separation of duties, not who typed the command. Until signed mode"
+    " exists, give database access only to the people the registry names; the web inbox and"
+    " the HTTP API authenticate each person by token."
+)
+
+
 def nonempty(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError("must not be empty")
@@ -104,11 +113,12 @@ def add_item_commands(add: AddParser, keyed: argparse.ArgumentParser) -> None:
         p = add(entry.name, handler(entry), entry.help, [keyed] if entry.idempotent else [])
         p.add_argument("item", metavar="ITEM", help="item id or AUTOMATION/KEY")
         if entry.takes_actor:
+            p.epilog = TRUST
             p.add_argument(
                 "--actor",
                 required=True,
                 type=nonempty,
-                help="who acts (checked against the actor registry)",
+                help="who acts (checked against the actor registry, not authenticated: see below)",
             )
         for field in entry.fields:
             add_field(p, field)

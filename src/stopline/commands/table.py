@@ -56,7 +56,8 @@ def _digest_of(what: str, **options: Any) -> Field:
     return Field(
         "proposal",
         Type.TEXT,
-        f"the digest of the proposal {what} (as `stopline show` prints it)",
+        f"the digest of the proposal {what} (as `stopline show` prints it; 12 or more"
+        " leading characters suffice when they name one digest)",
         KEY,
         attr="digest",
         metavar="DIGEST",
