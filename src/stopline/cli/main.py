@@ -49,7 +49,11 @@ class Out:
         self.json = as_json
 
     def doc(self, doc: Any, text: str) -> None:
-        print(json.dumps(doc, sort_keys=True, ensure_ascii=False) if self.json else text)
+        try:
+            print(json.dumps(doc, sort_keys=True, ensure_ascii=False) if self.json else text)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `stopline ... | head`: the reader left; the status stands
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
     def decision(self, done: Performed, controller: Controller | None = None) -> int:
         decision = done.decision
