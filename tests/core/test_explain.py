@@ -19,7 +19,6 @@ from stopline.core.explain import (
 )
 from stopline.core.policy import ApprovalPolicy, ApprovalRule, Policy
 from stopline.core.reasons import Reason
-from stopline.core.records import Actor
 
 from .helpers import Harness
 
@@ -154,3 +153,11 @@ def test_the_diff_names_exactly_the_parameters_that_differ(a: dict, b: dict) -> 
     expected = {f"params.{k}" for k in set(a) | set(b) if a.get(k, object) != b.get(k, object)}
     assert {d["field"] for d in diff} == expected
     assert proposal_diff({"params": a}, {"params": a}) == []
+
+
+def test_the_prefix_length_is_the_one_the_fields_enforce() -> None:
+    """The core's MIN_PREFIX and the digest field's minimum length are the same number."""
+    from stopline.commands.fields import DIGEST, MIN_DIGEST_PREFIX
+    from stopline.core.explain import MIN_PREFIX
+
+    assert MIN_PREFIX == MIN_DIGEST_PREFIX == DIGEST.min_length

@@ -225,7 +225,7 @@ def test_openapi_documents_every_command(live: Server) -> None:
 
 def test_metrics(demo: Demo, live: Server) -> None:
     with live.client(demo.tokens["carol"]) as carol:
-        carol.post(f"/api/items/{demo.item(CHECKOUT).id}/approve", json={"proposal": "x"})
+        carol.post(f"/api/items/{demo.item(CHECKOUT).id}/approve", json={"proposal": "0" * 64})
     response = live.client().get("/metrics")
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain; version=0.0.4")

@@ -24,6 +24,7 @@ from ..core.transitions import Cmd
 from . import sources
 from .entry import Entry, Shell, WebForm, check_table
 from .fields import (
+    DIGEST,
     FREE_TEXT,
     INT32,
     JSON_DOCUMENT,
@@ -58,7 +59,7 @@ def _digest_of(what: str, **options: Any) -> Field:
         Type.TEXT,
         f"the digest of the proposal {what} (as `stopline show` prints it; 12 or more"
         " leading characters suffice when they name one digest)",
-        KEY,
+        DIGEST,
         attr="digest",
         metavar="DIGEST",
         bound=sources.proposal_digest,
@@ -69,8 +70,8 @@ def _digest_of(what: str, **options: Any) -> Field:
 PACKET = Field(
     "packet",
     Type.TEXT,
-    "the digest of the review packet",
-    KEY,
+    "the digest of the review packet (12 or more leading characters suffice)",
+    DIGEST,
     required=True,
     metavar="DIGEST",
     bound=sources.packet_digest,

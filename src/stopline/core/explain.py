@@ -28,7 +28,7 @@ from .states import State
 from .step import OPERATOR, Context
 from .transitions import TABLE, By, Cmd
 
-MIN_PREFIX = 12  # the shortest digest prefix a person may type
+MIN_PREFIX = 12  # the shortest digest prefix a person may type (commands.fields.DIGEST)
 
 # What every reason code means, one line each (docs/cli.md lists them from here).
 MEANINGS: Mapping[str, str] = {
@@ -443,7 +443,7 @@ def sentence(case: Case, reason: str, details: dict[str, Any]) -> str:
         return _already_approved(case, item)
     if reason == Reason.NO_PROPOSAL:
         return f"the item holds no proposal (it is {item.state.value})"
-    if reason in (Reason.NOT_COMPLETED, Reason.ALREADY_COMPLETED):
+    if reason == Reason.NOT_COMPLETED:
         return f"{MEANINGS[reason]} (the item is {item.state.value})"
     meaning = MEANINGS.get(reason)
     return meaning if meaning is not None else f"refused {reason}"
