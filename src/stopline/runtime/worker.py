@@ -35,6 +35,7 @@ from ..core.commands import (
     Guard,
     Intent,
     NeedsEyes,
+    NothingToDo,
     Observe,
     Observed,
     Propose,
@@ -469,6 +470,8 @@ class _Step:
             self.commit(command)
         elif isinstance(out, o.ReportForReview):
             self.commit(Report(**self.wc(), report=dict(out.report)))
+        elif isinstance(out, o.NothingToDo):
+            self.commit(NothingToDo(**self.wc(), reason=out.reason))
         elif not self.common(out):
             self.unexpected("propose", out)
 

@@ -15,6 +15,14 @@ class SchemaMismatch(StoreError):
     """The database schema is newer than this stopline knows, or not migrated."""
 
 
+class NoDatabase(StoreError):
+    """No stopline database at the URL (and the caller asked not to create one)."""
+
+
+class Unreachable(StoreError):
+    """The database server could not be reached, or refused the connection."""
+
+
 def connection_errors() -> tuple[type[BaseException], ...]:
     """Driver errors that mean "the database is unreachable or busy right now": a worker
     waits and tries again (nothing was committed by the failed call, or its commit is
