@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from typing import TextIO
 
 from ..core.states import State
-from ..store import Store, open_store
+from ..store import Store, StoreError, open_store
+from ..store.errors import connection_errors
 
 INTERVAL = 0.5
 
@@ -34,20 +35,30 @@ def states_line(store: Store) -> str:
 
 @contextmanager
 def live(url: str, stream: TextIO | None = None) -> Iterator[None]:
-    """Redraw a progress line on ``stream`` (standard error) until the block ends."""
+    """Redraw a progress line on ``stream`` (standard error) until the block ends. The
+    database is read once it exists (``run`` creates it), on a connection of its own."""
     stream = stream or sys.stderr
     stop = threading.Event()
-    store = open_store(url, migrate=False, check=False)
-    start = transitions(store)
+    unavailable: tuple[type[BaseException], ...] = (StoreError, *connection_errors())
 
     def draw() -> None:
-        while not stop.wait(INTERVAL):
-            try:
-                line = f"{transitions(store) - start} transitions; items: {states_line(store)}"
-            except Exception:  # the database is busy or away: the workers say so in the log
-                continue
-            stream.write("\r\x1b[2K" + line[:200])
-            stream.flush()
+        store: Store | None = None
+        start: int | None = None
+        try:
+            while not stop.wait(INTERVAL):
+                try:
+                    if store is None:
+                        store = open_store(url, migrate=False, check=True, create=False)
+                    done = transitions(store)
+                    start = done if start is None else start
+                    line = f"{done - start} transitions; items: {states_line(store)}"
+                except unavailable:  # not created yet, busy or away: the workers log it
+                    continue
+                stream.write("\r\x1b[2K" + line[:200])
+                stream.flush()
+        finally:
+            if store is not None:
+                store.close()
 
     thread = threading.Thread(target=draw, name="stopline-progress", daemon=True)
     thread.start()
@@ -58,4 +69,3 @@ def live(url: str, stream: TextIO | None = None) -> Iterator[None]:
         thread.join(timeout=2)
         stream.write("\r\x1b[2K")
         stream.flush()
-        store.close()

@@ -39,6 +39,7 @@ MEANINGS: Mapping[str, str] = {
     Reason.UNKNOWN_AUTOMATION: "the item's automation is not registered in this database",
     Reason.INVALID_INPUT: "a value is empty where it may not be, or has no canonical JSON form",
     Reason.INTEGRITY_FAILED: "the stored record does not match what its history sealed",
+    Reason.SIGNATURE_INVALID: "signed mode: the command's signature does not authorise it",
     Reason.NOT_DUE: "the step is not due yet",
     Reason.LEASE_HELD: "another worker holds the item's lease",
     Reason.LEASE_LOST: "the worker's lease is gone; it writes nothing more",
