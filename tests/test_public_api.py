@@ -18,6 +18,7 @@ EXPECTED = {
     "Fail",
     "HookContext",
     "NeedsEyes",
+    "NothingToDo",
     "Outcome",
     "Policy",
     "Proposal",
@@ -31,6 +32,7 @@ EXPECTED = {
     "TerminalError",
     "TransientError",
     "open_store",
+    "period_key",
     "run",
 }
 

@@ -18,12 +18,14 @@ from .runtime.outcomes import (
     Evidence,
     Fail,
     NeedsEyes,
+    NothingToDo,
     Proposal,
     ReportForReview,
     RetryLater,
     TerminalError,
     TransientError,
 )
+from .runtime.periods import period_key
 from .runtime.runner import run
 from .store import open_store
 
@@ -45,6 +47,7 @@ __all__ = [
     "Fail",
     "HookContext",
     "NeedsEyes",
+    "NothingToDo",
     "Outcome",
     "Policy",
     "Proposal",
@@ -58,5 +61,6 @@ __all__ = [
     "TerminalError",
     "TransientError",
     "open_store",
+    "period_key",
     "run",
 ]

@@ -8,20 +8,39 @@ from typing import Any
 from .commands.hints import next_commands as hints
 from .core.canonical import format_time, to_plain
 from .core.delivery import readback_verified
-from .core.records import Event, Item
+from .core.explain import Outlook, approval_outlook
+from .core.records import Actor, Event, Item
 from .core.states import State
 
 S = State
 
 
-def proposal_view(proposal: Mapping[str, Any] | None) -> dict[str, Any] | None:
+Actors = Mapping[str, Actor]
+
+
+def proposal_view(
+    proposal: Mapping[str, Any] | None, actors: Actors | None = None
+) -> dict[str, Any] | None:
+    """A proposal as the shells show it; with the registry ``actors``, its ``outlook``: who may
+    still approve it and whether it can still be approved at all."""
     if proposal is None:
         return None
     plain: dict[str, Any] = to_plain(proposal)
     covered = {k: v for k, v in plain.items() if k not in ("digest", "approvals")}
     plain["covers"] = sorted(covered)
     plain["approvals_text"] = f"{len(plain['approvals'])} of {plain['required_approvals']}"
+    if actors is not None:
+        plain["outlook"] = approval_outlook(proposal, actors).to_plain()
     return plain
+
+
+def outlook(item: Item, actors: Actors | None) -> Outlook | None:
+    """Who may still approve the item's proposal (``None``: no proposal waits, or no registry
+    was given)."""
+    proposal = item.doc("proposal")
+    if actors is None or proposal is None or item.state is not S.AWAITING_APPROVAL:
+        return None
+    return approval_outlook(proposal, actors)
 
 
 def artifact_view(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -46,8 +65,9 @@ def artifact_view(record: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def item_view(item: Item) -> dict[str, Any]:
-    """The ``stopline show --json`` object (CONTRACT.md)."""
+def item_view(item: Item, actors: Actors | None = None) -> dict[str, Any]:
+    """The ``stopline show --json`` object (docs/cli.md); with the registry ``actors``, the
+    proposal carries its ``outlook``."""
     d = item.data
     revision = d.get("revision")
     return {
@@ -77,7 +97,7 @@ def item_view(item: Item) -> dict[str, Any]:
         "input": to_plain(d.get("input")),
         "evidence": to_plain(d.get("evidence")),
         "classification": to_plain(d.get("classification")),
-        "proposal": proposal_view(d.get("proposal")),
+        "proposal": proposal_view(d.get("proposal"), actors),
         "previous_proposal": proposal_view(d.get("previous_proposal")),
         "rejection": to_plain(d.get("rejection")),
         "report": to_plain(d.get("report")),
@@ -106,9 +126,11 @@ def item_view(item: Item) -> dict[str, Any]:
     }
 
 
-def summary_view(item: Item) -> dict[str, Any]:
-    """One row of ``stopline items --json``."""
+def summary_view(item: Item, actors: Actors | None = None) -> dict[str, Any]:
+    """One row of ``stopline items --json``; with the registry ``actors``, ``approvable`` says
+    whether a waiting proposal can still get its approvals (``None``: nothing waits)."""
     proposal = item.doc("proposal")
+    seen = outlook(item, actors)
     return {
         "id": item.id,
         "automation": item.automation,
@@ -120,8 +142,9 @@ def summary_view(item: Item) -> dict[str, Any]:
         "updated_at": format_time(item.updated_at),
         "next_eligible_at": format_time(item.next_eligible_at),
         "proposal_digest": proposal["digest"] if proposal else None,
-        "why": why(item),
+        "why": why(item, actors),
         "next": next_commands(item),
+        "approvable": None if seen is None else seen.satisfiable,
     }
 
 
@@ -129,13 +152,18 @@ def event_view(event: Event) -> dict[str, Any]:
     return to_plain(event.to_plain())  # type: ignore[no-any-return]
 
 
-def why(item: Item) -> str:
-    """One line: why the item is where it is."""
+def why(item: Item, actors: Actors | None = None) -> str:
+    """One line: why the item is where it is (with the registry ``actors``, a proposal that
+    can never get its approvals says so)."""
     d = item.data
     state = item.state
     if state is S.AWAITING_APPROVAL and d.get("proposal"):
         p = d["proposal"]
-        return f"{p['action']} on {p['target'] or '-'} needs approval ({len(p['approvals'])} of {p['required_approvals']})"
+        line = f"{p['action']} on {p['target'] or '-'} needs approval ({len(p['approvals'])} of {p['required_approvals']})"
+        seen = outlook(item, actors)
+        if seen is not None and not seen.satisfiable:
+            line += f"; CANNOT BE APPROVED: {len(seen.eligible)} eligible approver(s) left"
+        return line
     if state is S.READY_FOR_REVIEW and d.get("report"):
         return str(d["report"]["data"].get("summary", "a result to read"))
     if state is S.EXCEPTION and d.get("exception"):
@@ -149,6 +177,9 @@ def why(item: Item) -> str:
         f = d["revision"].get("failure") or {}
         return f"revision {d['revision']['sequence']} failed: {', '.join(f.get('reasons', []))}"
     if state in (S.COMPLETED, S.REVISION_COMPLETED):
+        result = d.get("result") or {}
+        if "nothing_to_do" in result:
+            return f"nothing to do: {result['nothing_to_do']}"
         n = len(d.get("artifacts", ()))
         return f"delivered and read back ({n} artifact{'s' if n != 1 else ''})"
     if state is S.CLOSED and d.get("closure"):

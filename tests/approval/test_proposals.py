@@ -11,7 +11,7 @@ import rfc8785
 from .apps.refund_app import build_app
 from .conftest import Env
 
-VIEW_ONLY = ("digest", "approvals", "covers", "approvals_text")
+VIEW_ONLY = ("digest", "approvals", "covers", "approvals_text", "outlook")
 
 
 def approve(ref: str, digest: str, actor: str) -> list[str]:

@@ -60,7 +60,7 @@ def test_demo_json_lists_items_at_every_stop_state(
 def test_show_json_has_the_contract_fields(
     demo_db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`show --json` carries the fields CONTRACT.md promises, for a proposal and an account."""
+    """`show --json` carries the fields docs/cli.md documents, for a proposal and an account."""
     _, doc = run_json(capsys, "show", "service-health/checkout-api", "--db", demo_db)
     for key in (
         "id",

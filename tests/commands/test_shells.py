@@ -31,7 +31,19 @@ from stopline.web.item import form_values
 from stopline.web.page import ENV
 
 S = State
-ADMIN = {"demo", "run", "items", "show", "history", "actors", "verify", "migrate", "serve"}
+ADMIN = {
+    "demo",
+    "run",
+    "items",
+    "show",
+    "history",
+    "actors",
+    "verify",
+    "migrate",
+    "serve",
+    "check",
+    "completion",
+}
 COMMON = {"-h", "--help", "--db", "--json"}
 CLI = exposed(Shell.CLI)
 HTTP = exposed(Shell.HTTP)

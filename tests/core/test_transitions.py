@@ -58,7 +58,7 @@ def test_the_table_validates() -> None:
 
 
 def test_state_classes_match_the_contract() -> None:
-    """Work, stop and terminal states are exactly those of CONTRACT.md."""
+    """Work, stop and terminal states are exactly those docs/states.md lists."""
     assert {s.value for s in WORK_STATES} == {
         "observing",
         "classified",

@@ -16,7 +16,8 @@ from stopline.core.canonical import digest
 from .apps.digest_app import CONFIG_ENV, KEYS
 from .conftest import APP, ITEM, Env
 
-DECISION_KEYS = {"decision", "reasons", "item", "state", "sequence"}
+# the decision JSON; `explanation` and `details` were added beside the original five
+DECISION_KEYS = {"decision", "reasons", "item", "state", "sequence", "explanation", "details"}
 
 
 def program(env: Env, *args: str) -> tuple[int, dict[str, Any]]:
@@ -39,6 +40,8 @@ def test_revise_finalize_review_reconcile_exit_codes_and_json(env: Env) -> None:
         "item": item["id"],
         "state": "completed",
         "sequence": None,
+        "explanation": ["already_completed: the item is completed; nothing to do"],
+        "details": {},
     }
 
     code, doc = program(

@@ -72,6 +72,8 @@ def test_approve_applied_then_stale_digest_refused(demo: Demo, live: Server) -> 
             "item": reply.id,
             "state": "approved",
             "sequence": 4,
+            "explanation": [],
+            "details": {},
         }
         events = alice.get(f"/api/items/{reply.id}/history").json()["events"]
         assert (events[-1]["command"], events[-1]["actor"]) == ("approve", "alice")
@@ -88,6 +90,16 @@ def test_approve_applied_then_stale_digest_refused(demo: Demo, live: Server) -> 
         assert stale.json()["decision"] == "refused"
         assert "proposal_digest_mismatch" in stale.json()["reasons"]
         assert stale.json()["sequence"] is None
+        # the refusal explains itself: what changed, field by field (additive fields)
+        assert "edited by carol" in stale.json()["explanation"][0]
+        changed = {d["field"]: d for d in stale.json()["details"]["diff"]}
+        assert changed["params.max_unavailable"]["after"] == 2
+        short = alice.post(f"/api/items/{restart.id}/approve", json={"proposal": old[:8]})
+        assert short.status_code == 422 and "at least 12" in short.json()["message"]
+    current = demo.item(CHECKOUT).doc("proposal")["digest"]
+    with live.client(demo.tokens["alice"]) as alice:
+        prefixed = alice.post(f"/api/items/{restart.id}/approve", json={"proposal": current[:12]})
+        assert prefixed.status_code == 200 and prefixed.json()["decision"] == "applied"
 
 
 def test_core_refusals_are_409_with_every_reason(demo: Demo, live: Server) -> None:
@@ -219,7 +231,7 @@ def test_openapi_documents_every_command(live: Server) -> None:
 def test_metrics(demo: Demo, live: Server) -> None:
     with live.client(demo.tokens["carol"]) as carol:
         for _ in range(2):  # one audit row counting two refusals: the metric adds the counts
-            carol.post(f"/api/items/{demo.item(CHECKOUT).id}/approve", json={"proposal": "x"})
+            carol.post(f"/api/items/{demo.item(CHECKOUT).id}/approve", json={"proposal": "0" * 64})
     response = live.client().get("/metrics")
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain; version=0.0.4")

@@ -18,6 +18,8 @@ from .httphelp import server_env
 
 
 def _serve(url: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    if url.startswith("sqlite:") and not Path(url.removeprefix("sqlite:///")).exists():
+        open_store(url).close()  # serve needs a database that exists (it never creates one)
     return subprocess.run(
         [sys.executable, "-m", "stopline.cli.main", "serve", "--db", url, *args],
         env=server_env(env),

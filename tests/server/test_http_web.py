@@ -9,6 +9,8 @@ from datetime import timedelta
 from starlette.datastructures import FormData
 
 from stopline.commands.table import COMMANDS
+from stopline.controller import Controller
+from stopline.store import open_store
 from stopline.web import present
 from stopline.web.item import form_values
 
@@ -151,6 +153,29 @@ def test_approving_a_stale_page_is_refused_and_shows_the_new_proposal(
     assert f'data-testid="proposal-digest">{new}<' in refused.text
     assert f'value="{new}" data-testid="approve-digest"' in refused.text
     assert 'data-testid="proposal-diff-field">params.strategy<' in refused.text
+    # the refusal explains itself: who edited, and what changed between the two digests
+    assert 'data-testid="refusal-explanation"' in refused.text
+    assert "edited by carol" in refused.text
+    assert 'data-testid="refusal-diff"' in refused.text and "all-at-once" in refused.text
+
+
+def test_an_item_that_can_never_be_approved_is_flagged(demo: Demo, live: Server) -> None:
+    """With erin revoked and alice the editor of the two-approver restart, only bob may approve: the page says it can
+    never be approved, and the inbox row says so too."""
+    item = demo.item(CHECKOUT)
+    store = open_store(demo.url, migrate=False)
+    try:
+        Controller(store).revoke_actor("erin")  # the demo copy's third approver
+    finally:
+        store.close()
+    with live.client(demo.tokens["alice"]) as alice:
+        params = {**item.doc("proposal")["params"], "strategy": "all-at-once"}
+        assert alice.post(f"/api/items/{item.id}/edit", json={"params": params}).status_code == 200
+    browser = sign_in(live, demo.tokens["bob"])
+    page = browser.get(f"/items/{item.id}").text
+    assert 'data-testid="approvals-outlook"' in page
+    assert "can never be approved" in page and "alice edited it" in page
+    assert "CANNOT BE APPROVED" in browser.get("/inbox").text
 
 
 def test_reject_and_close_need_a_reason(demo: Demo, live: Server) -> None:

@@ -13,8 +13,9 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..commands.entry import Entry, Shell, check_idempotency_key, execute, validate
+from ..commands.entry import Entry, Shell, check_idempotency_key, validate
 from ..commands.fields import ABSENT, Field, Type, from_text
+from ..commands.perform import perform
 from ..commands.runners import RunOptions
 from ..commands.table import exposed
 from ..controller import Controller
@@ -28,6 +29,15 @@ Handler = Callable[[argparse.Namespace, Store, "Out"], int]
 AddParser = Callable[
     [str, Handler, str, Sequence[argparse.ArgumentParser]], argparse.ArgumentParser
 ]
+
+
+TRUST = (
+    "The CLI trusts --actor: anyone who can run stopline against this database can act as any"
+    " registered actor (one shell can approve as alice and then as bob). The actor registry"
+    " checks roles and separation of duties, not who typed the command. Until signed mode"
+    " exists, give database access only to the people the registry names; the web inbox and"
+    " the HTTP API authenticate each person by token."
+)
 
 
 def nonempty(value: str) -> str:
@@ -89,10 +99,10 @@ def handler(entry: Entry) -> Handler:
         controller = Controller(store)
         options = RunOptions(key, getattr(args, "app", None))
         actor = getattr(args, "actor", None)
-        decision = execute(
-            controller, entry, args.item, actor=actor, fields=fields, options=options
-        )
-        return out.decision(decision, controller)
+        done = perform(controller, entry, args.item, actor=actor, fields=fields, options=options)
+        if done.problems:
+            raise UsageError("; ".join(done.problems))
+        return out.decision(done, controller)
 
     return run
 
@@ -103,11 +113,12 @@ def add_item_commands(add: AddParser, keyed: argparse.ArgumentParser) -> None:
         p = add(entry.name, handler(entry), entry.help, [keyed] if entry.idempotent else [])
         p.add_argument("item", metavar="ITEM", help="item id or AUTOMATION/KEY")
         if entry.takes_actor:
+            p.epilog = TRUST
             p.add_argument(
                 "--actor",
                 required=True,
                 type=nonempty,
-                help="who acts (checked against the actor registry)",
+                help="who acts (checked against the actor registry, not authenticated: see below)",
             )
         for field in entry.fields:
             add_field(p, field)

@@ -1,12 +1,18 @@
 """``stopline``: the command line. A thin shell over :class:`stopline.controller.Controller`.
 
 Exit status: 0 applied or zero_write (and a clean verify), 3 refused (and a verify that found
-problems), 2 bad usage or malformed input, 1 an internal error.
+problems, and a ``check`` that saw a stopped item move), 2 bad usage, malformed input or no
+usable database, 4 the automations' own code failed (``run`` and ``check``: a discovery or a
+hook raised, or returned what it may not), 1 an internal error.
+
+Only ``migrate``, ``run``, ``demo`` and ``actors add`` create a database; every other command
+needs one that exists (exit 2 and how to create it, otherwise).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -14,19 +20,31 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .. import __version__
+from ..commands.perform import Performed
 from ..controller import ActorError, Controller
-from ..core.decision import Decision, Outcome
+from ..core.decision import Outcome
 from ..core.names import InvalidName, check_actor_name
+from ..core.reasons import Reason
 from ..core.states import State
 from ..store import ENV_URL, Store, StoreError, database_url, open_store
 from ..trust.authority import Trust
 from ..verification import verify_store
 from ..views import event_view, item_view, next_commands, summary_view, why
-from . import render
+from . import completion, render
+from .check import add_check_command
+from .completion import SHELLS
 from .errors import UsageError
 from .item_commands import add_item_commands
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 3
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REFUSED, EXIT_HOOKS = 0, 1, 2, 3, 4
+CONNECT_TIMEOUT = 5.0  # seconds: a database that does not answer by then is an error
+
+# How a command opens the database: ``create`` (and migrate) it, need an ``existing`` migrated
+# one, open it ``raw`` (serve checks the schema itself), or not at all (``none``).
+CREATE, EXISTING, RAW, NONE = "create", "existing", "raw", "none"
+# `run` opens (and creates, and migrates) its database itself, waiting while it is away
+SELF = "self"
 
 
 class Out:
@@ -34,17 +52,26 @@ class Out:
         self.json = as_json
 
     def doc(self, doc: Any, text: str) -> None:
-        print(json.dumps(doc, sort_keys=True, ensure_ascii=False) if self.json else text)
+        try:
+            print(json.dumps(doc, sort_keys=True, ensure_ascii=False) if self.json else text)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `stopline ... | head`: the reader left; the status stands
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
-    def decision(self, decision: Decision, controller: Controller | None = None) -> int:
-        text = render.decision_text(decision)
+    def decision(self, done: Performed, controller: Controller | None = None) -> int:
+        decision = done.decision
+        assert decision is not None
+        text = render.decision_text(done)
         if controller is not None and decision.item_id and not self.json:
             item = controller.item(decision.item_id)
-            if item is not None:
+            if Reason.PROPOSAL_DIGEST_MISMATCH in decision.reasons and item is not None:
+                # never an invitation to approve a digest nobody has read
+                text += f"\nnext: read the current proposal first: stopline show {item.id}"
+            elif item is not None:
                 hints = next_commands(item)
                 if hints:
                     text += "\nnext:\n  " + "\n  ".join(hints)
-        self.doc(decision.to_plain(), text)
+        self.doc(done.to_plain(), text)
         return EXIT_REFUSED if decision.outcome is Outcome.REFUSED else EXIT_OK
 
 
@@ -57,26 +84,39 @@ def cmd_items(args: argparse.Namespace, store: Store, out: Out) -> int:
             f"unknown state {args.state!r}; one of {', '.join(s.value for s in State)}"
         )
     items = store.list_items(state=args.state, automation=args.automation, limit=args.limit)
+    actors = store.actors()
     rows = [
-        (i.id, f"{i.automation}/{i.key}", i.state.value, f"{i.attempts}/{i.max_attempts}", why(i))
+        (
+            i.id,
+            f"{i.automation}/{i.key}",
+            i.state.value,
+            f"{i.attempts}/{i.max_attempts}",
+            why(i, actors),
+        )
         for i in items
     ]
     text = render.table(rows, ["ID", "ITEM", "STATE", "ATTEMPTS", "WHY"]) if rows else "no items"
-    out.doc({"items": [summary_view(i) for i in items]}, text)
+    out.doc({"items": [summary_view(i, actors) for i in items]}, text)
     return EXIT_OK
 
 
 def _item_or_refuse(controller: Controller, ref: str, out: Out) -> Any:
     item = controller.item(ref)
     if item is None:
-        doc = {
+        why = (
+            f"unknown_item: there is no item {ref} (name one by its id or as AUTOMATION/KEY,"
+            " as `stopline items` lists them)"
+        )
+        doc: dict[str, Any] = {
             "decision": "refused",
             "reasons": ["unknown_item"],
             "item": ref,
             "state": None,
             "sequence": None,
+            "explanation": [why],
+            "details": {},
         }
-        out.doc(doc, f"refused: no item {ref}")
+        out.doc(doc, f"refused: no item {ref}\nreasons: unknown_item\n  - {why}")
     return item
 
 
@@ -85,8 +125,9 @@ def cmd_show(args: argparse.Namespace, store: Store, out: Out) -> int:
     item = _item_or_refuse(controller, args.item, out)
     if item is None:
         return EXIT_REFUSED
-    view = item_view(item)
-    text = render.show_text(view)
+    actors = store.actors()
+    view = item_view(item, actors)
+    text = render.show_text(view, controller.clock(), why(item, actors))
     hints = next_commands(item)
     if hints:
         text += "\nnext:\n  " + "\n  ".join(hints)
@@ -206,10 +247,11 @@ def _actors(args: argparse.Namespace, store: Store, out: Out) -> int:
     return EXIT_OK
 
 
-def cmd_run(args: argparse.Namespace, store: Store, out: Out) -> int:
+def cmd_run(args: argparse.Namespace, store: Store | None, out: Out) -> int:
     from ..runtime.loader import AppLoadError
     from ..runtime.notifier import NotifySettings, NotifySettingsError
     from ..runtime.runner import run
+    from .progress import live, states_line
 
     if args.workers < 1:
         raise UsageError("--workers must be at least 1")
@@ -217,35 +259,62 @@ def cmd_run(args: argparse.Namespace, store: Store, out: Out) -> int:
         notify = NotifySettings.from_env()  # STOPLINE_WEBHOOKS and its companions
     except NotifySettingsError as exc:
         raise UsageError(str(exc)) from exc
-    store.close()
+    url = database_url(args.db)
+    showing = sys.stderr.isatty() and not (args.quiet or out.json)
     try:
-        summary = run(
-            args.app,
-            database_url(args.db),
-            once=args.once,
-            workers=args.workers,
-            linger=args.linger,
-            notify=notify,
-        )
+        with live(url) if showing else contextlib.nullcontext():
+            summary = run(
+                args.app,
+                url,
+                once=args.once,
+                workers=args.workers,
+                linger=args.linger,
+                notify=notify,
+            )
     except (AppLoadError, InvalidName, StoreError) as exc:  # no app, a bad name, an unusable schema
         raise UsageError(str(exc)) from exc
-    out.doc(
-        {
-            "steps": summary.steps,
-            "transitions": summary.transitions,
-            "discovered": summary.discovered,
-            "workers": summary.workers,
-        },
+    after = open_store(url, migrate=False, check=False)
+    try:
+        where = states_line(after)
+        counts = {c.state: c.count for c in after.insights.count_by_state()}
+    finally:
+        after.close()
+    failures = summary.failures
+    doc = {
+        "steps": summary.steps,
+        "transitions": summary.transitions,
+        "discovered": summary.discovered,
+        "workers": summary.workers,
+        "states": counts,
+        "failures": failures,
+    }
+    text = (
         f"{summary.transitions} transitions in {summary.steps} claimed steps,"
-        f" {summary.discovered} new items discovered",
+        f" {summary.discovered} new items discovered\nitems now: {where}"
     )
-    return EXIT_OK
+    if failures:
+        text += f"\nFAILED: the automations' own code failed {len(failures)} time(s):"
+        text += "".join(f"\n  {line}" for line in failures[:20])
+        if len(failures) > 20:
+            text += f"\n  ... and {len(failures) - 20} more"
+    if out.json:
+        out.doc(doc, text)
+    elif not args.quiet:
+        print(text)
+    elif failures:
+        print(text, file=sys.stderr)
+    return EXIT_HOOKS if failures else EXIT_OK
 
 
 def cmd_demo(args: argparse.Namespace, store: Store, out: Out) -> int:
     from .demo import run_demo
 
     return run_demo(args, store, out)
+
+
+def cmd_completion(args: argparse.Namespace, store: None, out: Out) -> int:
+    print(completion.script(build_parser(), args.shell), end="")
+    return EXIT_OK
 
 
 def cmd_serve(args: argparse.Namespace, store: Store, out: Out) -> int:
@@ -269,6 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--db", metavar="URL", help=f"database URL (env {ENV_URL}; default sqlite:///stopline.db)"
     )
     common.add_argument("--json", action="store_true", help="print exactly one JSON document")
+    json_only = argparse.ArgumentParser(add_help=False)
+    json_only.add_argument("--json", action="store_true", help="print exactly one JSON document")
     keyed = argparse.ArgumentParser(add_help=False)
     keyed.add_argument(
         "--idempotency-key",
@@ -279,6 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="stopline", description="A fail-closed controller for recurring automations."
     )
+    parser.add_argument("--version", action="version", version=f"stopline {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(
@@ -286,20 +358,34 @@ def build_parser() -> argparse.ArgumentParser:
         fn: Callable[..., int],
         help: str,
         parents: Sequence[argparse.ArgumentParser] = (),
+        *,
+        opens: str = EXISTING,
     ) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help, description=help, parents=[common, *parents])
-        p.set_defaults(fn=fn)
+        shared = [common] if opens != NONE else [json_only]
+        p = sub.add_parser(name, help=help, description=help, parents=[*shared, *parents])
+        p.set_defaults(fn=fn, opens=opens)
         return p
 
     p = add(
         "demo",
         cmd_demo,
         "run the bundled example automations end to end and show where each item stopped",
+        opens=CREATE,
     )
     p.add_argument("--linger", type=float, default=3.0, help=argparse.SUPPRESS)
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start over: move an existing demo database aside first (kept as *.bak-N)",
+    )
 
-    p = add("run", cmd_run, "run workers and the scheduler for the automations in APP")
-    p.epilog = "With STOPLINE_WEBHOOKS set, the webhook notifier runs too (docs/webhooks.md)."
+    p = add("run", cmd_run, "run workers and the scheduler for the automations in APP", opens=SELF)
+    p.epilog = (
+        "On a terminal it shows live progress; at the end a summary. Exit status 4 when a"
+        " discovery or a hook raised (or returned what it may not): the items it touched stop"
+        " in exception, and cron sees the failure. With STOPLINE_WEBHOOKS set, the webhook"
+        " notifier runs too (docs/webhooks.md)."
+    )
     p.add_argument("app", metavar="APP", help="module:attribute or path/to/file.py:attribute")
     p.add_argument("--once", action="store_true", help="run until nothing is due, then exit")
     p.add_argument(
@@ -313,6 +399,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=5.0,
         help="with --once: wait this long for work that becomes due soon (seconds)",
+    )
+    p.add_argument(
+        "--quiet", action="store_true", help="print nothing unless the automations' code failed"
     )
 
     p = add("items", cmd_items, "list items")
@@ -344,8 +433,21 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("name")
 
     add("verify", cmd_verify, "replay the event log: hash chains and legal transitions")
-    add("migrate", cmd_migrate, "apply schema migrations")
-    p = add("serve", cmd_serve, "the HTTP API and the web inbox")
+    add("migrate", cmd_migrate, "create the database, or apply new schema migrations", opens=CREATE)
+    add_check_command(add)
+    p = add(
+        "completion",
+        cmd_completion,
+        "print a shell completion script (bash, zsh or fish)",
+        opens=NONE,
+    )
+    p.add_argument("shell", choices=SHELLS, help="the shell")
+    p.epilog = (
+        "bash: source <(stopline completion bash); zsh: stopline completion zsh >"
+        " ~/.zfunc/_stopline (with ~/.zfunc on fpath); fish: stopline completion fish >"
+        " ~/.config/fish/completions/stopline.fish"
+    )
+    p = add("serve", cmd_serve, "the HTTP API and the web inbox", opens=RAW)
     p.add_argument(
         "--host", default=os.environ.get("STOPLINE_HOST", "127.0.0.1"), help="env STOPLINE_HOST"
     )
@@ -358,20 +460,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def open_for(args: argparse.Namespace) -> Store | None:
+    """The store a command needs (see the ``opens`` modes), or ``None`` for one that needs
+    none. Raises :class:`StoreError` with one line when there is no usable database."""
+    opens = args.opens
+    if opens in (NONE, SELF):
+        return None
+    if args.command == "actors" and args.actors_command == "add":
+        opens = CREATE  # registering people may come before the first run
+    url = database_url(args.db)
+    if opens == CREATE:
+        return open_store(
+            url,
+            migrate=args.command != "migrate",
+            check=args.command != "migrate",
+            connect_timeout=CONNECT_TIMEOUT,
+        )
+    if opens == RAW:  # `serve` refuses an unmigrated or unknown schema instead of changing it
+        return open_store(
+            url, migrate=False, check=False, create=False, connect_timeout=CONNECT_TIMEOUT
+        )
+    return open_store(url, migrate=False, check=True, create=False, connect_timeout=CONNECT_TIMEOUT)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("STOPLINE_LOG", "WARNING").upper(), stream=sys.stderr)
     parser = build_parser()
     args = parser.parse_args(argv)
     out = Out(getattr(args, "json", False))
     try:
-        migrating = args.command == "migrate"
-        # `serve` refuses an unmigrated or unknown schema instead of changing it; `run`
-        # migrates and checks it itself, waiting while the database is away.
-        store = open_store(
-            database_url(args.db),
-            migrate=args.command not in ("migrate", "serve", "run"),
-            check=not migrating and args.command not in ("serve", "run"),
-        )
+        store = open_for(args)
     except StoreError as exc:
         print(f"stopline: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -384,12 +502,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"stopline: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except StoreError as exc:
+        print(f"stopline: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as exc:  # pragma: no cover - reported, never swallowed
         logging.getLogger("stopline").exception("internal error")
         print(f"stopline: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_ERROR
     finally:
-        store.close()
+        if store is not None:
+            store.close()
 
 
 if __name__ == "__main__":  # pragma: no cover

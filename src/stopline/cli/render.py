@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
-from ..core.decision import Decision
+from ..commands.perform import Performed
+from ..core.canonical import parse_time
+from ..core.explain import diff_lines
 
 
 def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
@@ -29,81 +32,179 @@ def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-def decision_text(decision: Decision) -> str:
-    d = decision.to_plain()
-    head = f"{d['decision']}: item {d['item']} is {d['state']}"
+def decision_text(done: Performed) -> str:
+    """The decision as a person reads it: the outcome, the reason codes, and one sentence per
+    code with the specifics (and, for a changed proposal, what changed field by field)."""
+    d = done.to_plain()
+    if d["state"] is None:
+        head = f"{d['decision']}: no item {d['item']}"
+    else:
+        head = f"{d['decision']}: item {d['item']} is {d['state']}"
     if d["sequence"] is not None:
         head += f" (event {d['sequence']})"
+    lines = [head]
     if d["reasons"]:
-        head += "\nreasons: " + ", ".join(d["reasons"])
-    return head
+        lines.append("reasons: " + ", ".join(d["reasons"]))
+    for sentence in d["explanation"]:
+        lines.append(f"  - {sentence}")
+    diff = d["details"].get("diff")
+    if diff:
+        lines.append("    what changed (the proposal you approved -> the current one):")
+        lines += [f"      {line}" for line in diff_lines(diff)]
+    return "\n".join(lines)
 
 
 def dumps(doc: Any) -> str:
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False)
 
 
-def show_text(view: Mapping[str, Any]) -> str:
+def ago(then: str | None, now: datetime) -> str:
+    """``12 min ago`` for an RFC 3339 time (empty when there is none)."""
+    if not then:
+        return ""
+    seconds = int((now - parse_time(then)).total_seconds())
+    if seconds < 0:
+        return f"in {_span(-seconds)}"
+    return f"{_span(seconds)} ago"
+
+
+def _span(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} s"
+
+
+def _json(value: Any, width: int = 300) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(names) if names else "nobody"
+
+
+def _proposal_lines(p: Mapping[str, Any], now: datetime) -> list[str]:
+    out = [f"proposal:  {p['action']} on {p['target'] or '-'}"]
+    if p.get("rationale"):
+        out.append(f"           rationale: {p['rationale']}")
+    out.append(f"           params {_json(p['params'])}")
+    out.append(f"           digest {p['digest']}")
+    who = f"proposed by {p['proposer']}"
+    if p.get("editors"):
+        who += f"; edited by {', '.join(p['editors'])}"
+    out.append(f"           {who}")
+    out.append(f"           the digest covers: {', '.join(p['covers'])}")
+    if not p["required_approvals"]:
+        out.append("approvals: none (the rule for this action requires no approval)")
+        return out
+    roles = " or ".join(p["required_roles"]) or "(any role)"
+    out.append(
+        f"approvals: {p['approvals_text']} (distinct approvers holding {roles};"
+        f" evidence at most {_span(int(p['max_evidence_age']))} old)"
+    )
+    for a in p["approvals"]:
+        out.append(f"           approved by {a['actor']} ({a['role']}) {ago(a['at'], now)}")
+    seen = p.get("outlook")
+    if seen is not None:
+        excluded = "".join(f"; {n} {why}" for n, why in sorted(seen["excluded"].items()))
+        if seen["missing"]:
+            out.append(f"           may still approve: {_names(seen['eligible'])}{excluded}")
+        if not seen["satisfiable"]:
+            out.append(
+                f"           CANNOT BE APPROVED: {seen['missing']} more approval(s) needed and"
+                f" {len(seen['eligible'])} eligible approver(s) left; register an approver"
+                " (stopline actors add NAME --role ROLE), or edit or reject it"
+            )
+    return out
+
+
+def show_text(view: Mapping[str, Any], now: datetime, why: str = "") -> str:
+    """``stopline show`` for a person: what applies to the item's state, and nothing else."""
+    state = view["state"]
     out = [
         f"{view['id']}  {view['automation']}/{view['key']}",
-        f"state:     {view['state']} ({view['state_class']}), {view['history_length']} events",
-        f"attempts:  {view['attempts']} of {view['max_attempts']}, next eligible {view['next_eligible_at']}",
+        f"state:     {state} ({view['state_class']}) since {view['updated_at']}"
+        f" ({ago(view['updated_at'], now)}), {view['history_length']} events",
     ]
-    if view["lease"]:
-        lease = view["lease"]
+    if why:
+        out.append(f"why:       {why}")
+    if view["state_class"] == "work":
         out.append(
-            f"lease:     {lease['owner']} token {lease['token']} until {lease['expires_at']}"
+            f"attempts:  {view['attempts']} of {view['max_attempts']} in this step; next due"
+            f" {view['next_eligible_at']} ({ago(view['next_eligible_at'], now)})"
         )
-    if view["evidence"]:
-        ev = view["evidence"]
-        out.append(f"evidence:  {ev['digest'][:16]}… observed {ev['observed_at']}")
-        out.append("           " + json.dumps(ev["data"], ensure_ascii=False)[:300])
-    p = view["proposal"]
-    if p:
-        out.append(f"proposal:  {p['action']} on {p['target'] or '-'}  digest {p['digest']}")
-        out.append(f"           params {json.dumps(p['params'], ensure_ascii=False)[:300]}")
+        if view["lease"]:
+            lease = view["lease"]
+            out.append(
+                f"lease:     {lease['owner']} token {lease['token']} until {lease['expires_at']}"
+            )
+    ev = view["evidence"]
+    if ev:
+        limit = ""
+        p = view["proposal"]
+        if p:
+            limit = f"; approval accepts at most {_span(int(p['max_evidence_age']))}"
         out.append(
-            f"           needs {p['required_approvals']} of roles {', '.join(p['required_roles'])}"
-            f"; approvals so far: {p['approvals_text']}; proposer {p['proposer']}"
+            f"evidence:  observed {ev['observed_at']} ({ago(ev['observed_at'], now)}{limit})"
+            f"  digest {ev['digest'][:16]}…"
         )
-        out.append(f"           digest covers: {', '.join(p['covers'])}")
-        for a in p["approvals"]:
-            out.append(f"           approved by {a['actor']} ({a['role']}) at {a['at']}")
-    if view["exception"]:
+        out.append("           " + _json(ev["data"]))
+    if view["proposal"]:
+        out += _proposal_lines(view["proposal"], now)
+    rejection = view.get("rejection")
+    if rejection and state in ("classified", "awaiting_approval", "observing"):
+        out.append(
+            f"returned:  by {rejection['actor']} {ago(rejection['at'], now)}: {rejection['reason']}"
+        )
+    if view["exception"] and state == "exception":
         e = view["exception"]
         out.append(f"exception: owner {e['owner']}: {e['why']}")
-    if view["report"]:
-        out.append("report:    " + json.dumps(view["report"]["data"], ensure_ascii=False)[:300])
-    if view["account"]:
+        if e.get("evidence"):
+            out.append("           " + _json(e["evidence"]))
+    if view["report"] and state == "ready_for_review":
+        out.append("report:    " + _json(view["report"]["data"]))
+    if view["account"] and state == "exhausted":
         a = view["account"]
         out.append(
-            f"account:   {a['attempt_count']} of {a['max_attempts']} attempts in {a['state']}"
+            f"account:   {a['attempt_count']} of {a['max_attempts']} attempts spent in {a['state']}"
         )
         for entry in a["attempts"]:
             out.append(
-                f"           #{entry['attempt']} at {entry['at']}: {entry['class']}: {entry['message']}"
+                f"           #{entry['attempt']} {ago(entry['at'], now)}: {entry['class']}:"
+                f" {entry['message']}"
             )
-        out.append(
-            f"           last evidence {a['last_evidence_digest']}; to resume: {a['resume']['condition']}"
-        )
+        if a.get("last_evidence_digest"):
+            out.append(f"           last evidence {a['last_evidence_digest'][:16]}…")
+        out.append(f"           to resume: {a['resume']['condition']}")
     for art in view["artifacts"]:
-        verified = "verified" if art["readback_verified"] else "not verified"
+        verified = "read back and verified" if art["readback_verified"] else "NOT verified"
         out.append(
-            f"artifact:  {art['key']} remote {art['remote_id'] or '-'} content {str(art['content_hash'])[:12]}…"
-            f" qa {str(art['qa_hash'])[:12]}… readback {verified}"
+            f"artifact:  {art['key']} -> remote {art['remote_id'] or '(not created)'},"
+            f" content {str(art['content_hash'])[:12]}…, {verified}"
         )
     if view["review_packet"]:
         rp = view["review_packet"]
-        void = " (void)" if rp.get("void") else ""
+        void = " (void: a revision replaced it)" if rp.get("void") else ""
         out.append(f"packet:    {rp['digest']} for delivery {rp['delivery_seq']}{void}")
     if view["review"]:
         r = view["review"]
-        out.append(f"review:    {r['verdict']} by {r['actor']} at {r['at']}")
+        out.append(f"review:    {r['verdict']} by {r['actor']} {ago(r['at'], now)}")
     if view["revision"]:
         r = view["revision"]
         out.append(
-            f"revision:  {r['sequence']} {r['state']} request {r['request_digest'][:16]}… scope {', '.join(r['scope'])}"
+            f"revision:  {r['sequence']} {r['state']}, scope {', '.join(r['scope'])}:"
+            f" {r.get('reason') or ''}"
         )
     if view["publication"]:
         out.append(f"published: {view['publication']['signal']} by {view['publication']['actor']}")
+    result = view.get("result") or {}
+    if state in ("completed", "revision_completed") and "nothing_to_do" in result:
+        out.append(f"result:    nothing to do: {result['nothing_to_do']}")
+    if view["closure"] and state == "closed":
+        c = view["closure"]
+        out.append(f"closed:    {c['how']} by {c['actor']}: {c.get('reason') or ''}")
+    if view["failure"] and state == "failed":
+        f = view["failure"]
+        out.append(f"failed:    {f['class']}: {f['message']}")
     return "\n".join(out)

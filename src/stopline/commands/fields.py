@@ -46,6 +46,8 @@ class Limits:
 FREE_TEXT = Limits(max_length=MAX_TEXT)
 REASON = Limits(max_length=MAX_TEXT, not_blank=True)
 KEY = Limits(min_length=1, max_length=MAX_KEY)
+MIN_DIGEST_PREFIX = 12  # a digest may be typed as a prefix this long (commands/perform.py)
+DIGEST = Limits(min_length=MIN_DIGEST_PREFIX, max_length=MAX_KEY)
 KEY_LIST = Limits(min_length=1, max_length=MAX_KEY, min_items=1, max_items=MAX_KEYS)
 INT32 = Limits(minimum=INT_MIN, maximum=INT_MAX)
 JSON_DOCUMENT = Limits()  # any JSON object (its size is bounded by the request or argv)
@@ -114,6 +116,11 @@ def _text_problem(name: str, value: Any, limits: Limits) -> str | None:
     if limits.not_blank and not value.strip():
         return f"{name} must not be empty"
     if len(value) < limits.min_length:
+        if limits.min_length > 1:
+            return (
+                f"{name} is too short: give the whole digest or at least {limits.min_length}"
+                " of its first characters (`stopline show` prints it)"
+            )
         return f"{name} must not be empty"
     if limits.choices and value not in limits.choices:
         return f"{name} must be " + " or ".join(repr(c) for c in limits.choices)

@@ -24,6 +24,7 @@ from ..core.transitions import Cmd
 from . import sources
 from .entry import Entry, Shell, WebForm, check_table
 from .fields import (
+    DIGEST,
     FREE_TEXT,
     INT32,
     JSON_DOCUMENT,
@@ -56,8 +57,9 @@ def _digest_of(what: str, **options: Any) -> Field:
     return Field(
         "proposal",
         Type.TEXT,
-        f"the digest of the proposal {what} (as `stopline show` prints it)",
-        KEY,
+        f"the digest of the proposal {what} (as `stopline show` prints it; 12 or more"
+        " leading characters suffice when they name one digest)",
+        DIGEST,
         attr="digest",
         metavar="DIGEST",
         bound=sources.proposal_digest,
@@ -68,8 +70,8 @@ def _digest_of(what: str, **options: Any) -> Field:
 PACKET = Field(
     "packet",
     Type.TEXT,
-    "the digest of the review packet",
-    KEY,
+    "the digest of the review packet (12 or more leading characters suffice)",
+    DIGEST,
     required=True,
     metavar="DIGEST",
     bound=sources.packet_digest,

@@ -80,6 +80,12 @@ class Report(WorkerCommand):
 
 
 @dataclass(frozen=True)
+class NothingToDo(WorkerCommand):
+    name: ClassVar[str] = Cmd.NOTHING_TO_DO
+    reason: str
+
+
+@dataclass(frozen=True)
 class NeedsEyes(WorkerCommand):
     name: ClassVar[str] = Cmd.NEEDS_EYES
     owner: str

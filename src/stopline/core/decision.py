@@ -37,7 +37,7 @@ class Decision:
         return None if self.event is None else self.event.seq
 
     def to_plain(self) -> dict[str, Any]:
-        """The decision JSON of CONTRACT.md."""
+        """The decision JSON (docs/cli.md, "Refusals")."""
         return {
             "decision": self.outcome.value,
             "reasons": list(self.reasons),

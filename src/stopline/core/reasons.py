@@ -1,4 +1,5 @@
-"""Reason codes (CONTRACT.md). A code is never reused for another meaning."""
+"""Reason codes (listed with their meanings in docs/cli.md). A code is never reused for another
+meaning."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Item states and their classes (CONTRACT.md, "Item states")."""
+"""Item states and their classes (docs/states.md)."""
 
 from __future__ import annotations
 

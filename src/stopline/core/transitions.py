@@ -38,6 +38,7 @@ class Cmd(StrEnum):
     OBSERVE = "observe"
     PROPOSE = "propose"
     REPORT = "report"
+    NOTHING_TO_DO = "nothing_to_do"
     NEEDS_EYES = "needs_eyes"
     RETRY = "retry"
     EXHAUST = "exhaust"
@@ -94,6 +95,13 @@ def _rows() -> Iterable[Transition]:
         "a proposal; approved at once only when its policy requires no approval",
     )
     yield row(S.CLASSIFIED, Cmd.REPORT, [S.READY_FOR_REVIEW], By.WORKER, "a result to read")
+    yield row(
+        S.CLASSIFIED,
+        Cmd.NOTHING_TO_DO,
+        [S.COMPLETED],
+        By.WORKER,
+        "the evidence shows nothing to act on: completed with it, no approval, no delivery",
+    )
     for src in _DELIVERY_WORK:
         yield row(src, Cmd.NEEDS_EYES, [S.EXCEPTION], By.WORKER, "the automation cannot decide")
         yield row(src, Cmd.RETRY, [src], By.WORKER, "retryable failure, next attempt scheduled")

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .canonical import digest, format_time, freeze
-from .commands import Discover, Expire, NeedsEyes, Observe, Propose, Report
+from .commands import Discover, Expire, NeedsEyes, NothingToDo, Observe, Propose, Report
 from .decision import Decision, Outcome, refused
 from .failures import account, revision_failed, stop_for_eyes
 from .guard import integrity_failed
@@ -184,6 +184,34 @@ def decide_report(item: Item, command: Report, ctx: Context) -> Decision:
         actor=command.worker,
         data={"report": report},
         digests={"report": report["digest"]},
+    )
+
+
+def decide_nothing_to_do(item: Item, command: NothingToDo, ctx: Context) -> Decision:
+    """A classified item whose evidence shows nothing to act on completes with that evidence
+    and the hook's reason: no proposal, no approval, no delivery."""
+    reasons = legal(item, Cmd.NOTHING_TO_DO, State.COMPLETED) + lease_reasons(
+        item, command, ctx.now
+    )
+    if not command.reason.strip():
+        reasons.append(Reason.INVALID_INPUT)
+    if reasons:
+        return refused(item, reasons)
+    evidence = item.doc("evidence") or {}
+    result = {
+        "nothing_to_do": command.reason,
+        "evidence_digest": evidence.get("digest"),
+        "at": format_time(ctx.now),
+    }
+    return transition(
+        item,
+        Cmd.NOTHING_TO_DO,
+        State.COMPLETED,
+        ctx,
+        actor=command.worker,
+        data={"result": result},
+        digests={"evidence": evidence.get("digest")},
+        detail={"reason": command.reason},
     )
 
 

@@ -15,11 +15,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from ..commands.entry import Entry, Shell, check_idempotency_key, execute, validate
+from ..commands.entry import Entry, Shell, check_idempotency_key, validate
+from ..commands.perform import Performed, perform
 from ..commands.runners import RunOptions
 from ..commands.table import exposed
 from ..core import limits
-from ..core.decision import Decision, Outcome
+from ..core.decision import Outcome
 from ..core.records import Actor, Item
 from ..core.states import State, StateClass
 from ..views import event_view, item_view, summary_view
@@ -50,9 +51,12 @@ def bad_item() -> JSONResponse:
     return error(422, "invalid_input", problem, [problem])
 
 
-def decision_response(decision: Decision) -> JSONResponse:
+def decision_response(done: Performed) -> JSONResponse:
+    """The decision JSON (with its ``explanation`` and ``details``): 409 when refused."""
+    decision = done.decision
+    assert decision is not None
     status = 409 if decision.outcome is Outcome.REFUSED else 200
-    return JSONResponse(decision.to_plain(), status_code=status)
+    return JSONResponse(done.to_plain(), status_code=status)
 
 
 async def _who(request: Request) -> Actor | None:
@@ -61,8 +65,12 @@ async def _who(request: Request) -> Actor | None:
     return await run_in_threadpool(authenticate, s.controller, header)
 
 
-def _summary(s: Shared, item: Item) -> dict[str, Any]:
-    return {**summary_view(item), "age_seconds": round(s.age(item), 3), "overdue": s.overdue(item)}
+def _summary(s: Shared, item: Item, actors: Any = None) -> dict[str, Any]:
+    return {
+        **summary_view(item, actors),
+        "age_seconds": round(s.age(item), 3),
+        "overdue": s.overdue(item),
+    }
 
 
 def _flag(value: str) -> bool | None:
@@ -126,7 +134,8 @@ async def items_endpoint(request: Request) -> Response:
         return error(422, "invalid_input", "invalid filters", problems)
     s = shared(request)
     items = await run_in_threadpool(list_items, s, filters)
-    return JSONResponse({"items": [_summary(s, i) for i in items]})
+    actors = await run_in_threadpool(s.store.actors)
+    return JSONResponse({"items": [_summary(s, i, actors) for i in items]})
 
 
 def _unknown(ref: str) -> JSONResponse:
@@ -156,8 +165,13 @@ async def item_endpoint(request: Request) -> Response:
     if isinstance(item, Response):
         return item
     s = shared(request)
+    actors = await run_in_threadpool(s.store.actors)
     return JSONResponse(
-        {**item_view(item), "age_seconds": round(s.age(item), 3), "overdue": s.overdue(item)}
+        {
+            **item_view(item, actors),
+            "age_seconds": round(s.age(item), 3),
+            "overdue": s.overdue(item),
+        }
     )
 
 
@@ -223,10 +237,13 @@ def command_endpoint(entry: Entry) -> Any:
         if problems:
             return error(422, "invalid_input", "; ".join(problems), problems)
         options = RunOptions(key, s.settings.app_spec)
-        decision = await run_in_threadpool(
-            execute, s.controller, entry, ref, actor=actor.name, fields=fields, options=options
+        done = await run_in_threadpool(
+            perform, s.controller, entry, ref, actor=actor.name, fields=fields, options=options
         )
-        return decision_response(decision)
+        if done.problems:
+            problems = list(done.problems)
+            return error(422, "invalid_input", "; ".join(problems), problems)
+        return decision_response(done)
 
     endpoint.__name__ = f"{entry.name}_endpoint"
     return endpoint

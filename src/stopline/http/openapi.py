@@ -92,7 +92,7 @@ SCHEMAS: dict[str, Any] = {
     },
     "Item": {
         "type": "object",
-        "description": "`stopline show --json` (CONTRACT.md), with age_seconds and overdue.",
+        "description": "`stopline show --json` (docs/cli.md), with age_seconds and overdue.",
         "required": [
             "id",
             "automation",
@@ -355,7 +355,7 @@ def document() -> dict[str, Any]:
             "title": "stopline",
             "version": "1",
             "description": "Items stop where a person must act; every command returns one "
-            "decision (CONTRACT.md). Authenticate with `Authorization: Bearer <token>` "
+            "decision (docs/http.md). Authenticate with `Authorization: Bearer <token>` "
             "(`stopline actors token NAME`).",
         },
         "paths": paths,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -122,6 +123,18 @@ class Automation:
     description: str = ""
 
     def __post_init__(self) -> None:
+        for hook in ("discover", "observe", "propose", "execute", "qa", "revise"):
+            fn = getattr(self, hook)
+            call = type(fn).__call__ if fn is not None and not inspect.isroutine(fn) else None
+            if fn is not None and (
+                inspect.iscoroutinefunction(fn)
+                or inspect.isasyncgenfunction(fn)
+                or (call is not None and inspect.iscoroutinefunction(call))
+            ):
+                raise TypeError(
+                    f"the {hook} hook of automation {self.name!r} is an async function; stopline"
+                    " calls hooks synchronously (write it with `def`, not `async def`)"
+                )
         # Names declared in code are refused unless already in the one normal form (see
         # core/names.py): no '/', so AUTOMATION/KEY splits at its first '/'.
         require_normal(AUTOMATION, self.name)

@@ -19,7 +19,16 @@ from typing import Any
 from ..core import limits
 from ..core.artifacts import Artifact, Asset
 from ..core.commands import QAResult
-from .outcomes import Deliver, Evidence, Fail, NeedsEyes, Proposal, ReportForReview, RetryLater
+from .outcomes import (
+    Deliver,
+    Evidence,
+    Fail,
+    NeedsEyes,
+    NothingToDo,
+    Proposal,
+    ReportForReview,
+    RetryLater,
+)
 
 NoneType = type(None)
 SHOWN = 3  # problems named in a failure message
@@ -28,6 +37,7 @@ SHAPES: dict[type, dict[str, tuple[type, ...]]] = {
     Evidence: {"data": (Mapping,), "observed_at": (datetime, NoneType)},
     Proposal: {"action": (str,), "params": (Mapping,), "target": (str,), "rationale": (str,)},
     ReportForReview: {"report": (Mapping,)},
+    NothingToDo: {"reason": (str,)},
     NeedsEyes: {"why": (str,), "owner": (str,), "evidence": (Mapping,)},
     RetryLater: {"message": (str,), "failure_class": (str,)},
     Fail: {"message": (str,), "failure_class": (str,)},

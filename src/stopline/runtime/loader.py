@@ -1,9 +1,15 @@
-"""Load an :class:`App` from ``module:attribute`` or ``path/to/file.py:attribute``."""
+"""Load an :class:`App` from ``module:attribute`` or ``path/to/file.py:attribute``.
+
+A module is imported as ``python -m`` would: the current folder comes first on ``sys.path``,
+so ``stopline run certs_app:app`` finds ``./certs_app.py`` (the console script alone would
+not put it there).
+"""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +19,12 @@ from .automation import App, Automation
 
 class AppLoadError(Exception):
     """The APP argument names nothing stopline can run."""
+
+
+def _current_folder_importable() -> None:
+    here = os.getcwd()
+    if "" not in sys.path and here not in sys.path:
+        sys.path.insert(0, here)
 
 
 def load_app(spec: str) -> App:
@@ -34,6 +46,7 @@ def load_app(spec: str) -> App:
             sys.modules[name] = module
             loaded.loader.exec_module(module)
         else:
+            _current_folder_importable()
             module = importlib.import_module(module_part)
     except AppLoadError:
         raise

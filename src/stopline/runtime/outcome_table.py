@@ -6,6 +6,7 @@ outcome                   may come from                command
 ``Evidence``              ``observe``                  ``Observe``
 ``Proposal``              ``propose``                  ``Propose``
 ``ReportForReview``       ``propose``                  ``Report``
+``NothingToDo``           ``propose``                  ``NothingToDo``
 ``NeedsEyes``             any hook                     ``NeedsEyes``
 ``RetryLater``            any hook                     ``Failure`` (retryable)
 ``Fail``                  any hook                     ``Failure`` (terminal)
@@ -26,8 +27,17 @@ from typing import Any
 
 from ..core.commands import Command, Failure, Observe, Propose, Report
 from ..core.commands import NeedsEyes as NeedsEyesCommand
+from ..core.commands import NothingToDo as NothingToDoCommand
 from .hooks import HookFailed
-from .outcomes import Evidence, Fail, NeedsEyes, Proposal, ReportForReview, RetryLater
+from .outcomes import (
+    Evidence,
+    Fail,
+    NeedsEyes,
+    NothingToDo,
+    Proposal,
+    ReportForReview,
+    RetryLater,
+)
 
 OPERATORS = "operators"
 
@@ -69,6 +79,10 @@ def _report(outcome: ReportForReview, signature: Signature) -> Command:
     return Report(**signature.lease(), report=dict(outcome.report))
 
 
+def _nothing_to_do(outcome: NothingToDo, signature: Signature) -> Command:
+    return NothingToDoCommand(**signature.lease(), reason=outcome.reason)
+
+
 def _needs_eyes(outcome: NeedsEyes, signature: Signature) -> Command:
     return NeedsEyesCommand(
         **signature.lease(), owner=outcome.owner, why=outcome.why, evidence=dict(outcome.evidence)
@@ -103,6 +117,7 @@ COMMANDS: dict[type, Callable[[Any, Signature], Command]] = {
     Evidence: _observe,
     Proposal: _propose,
     ReportForReview: _report,
+    NothingToDo: _nothing_to_do,
     NeedsEyes: _needs_eyes,
     RetryLater: _retry_later,
     Fail: _fail,
@@ -111,7 +126,7 @@ COMMANDS: dict[type, Callable[[Any, Signature], Command]] = {
 EVERY_HOOK: tuple[type, ...] = (NeedsEyes, RetryLater, Fail, HookFailed)
 MAY_RETURN: dict[str, tuple[type, ...]] = {
     "observe": (Evidence, *EVERY_HOOK),
-    "propose": (Proposal, ReportForReview, *EVERY_HOOK),
+    "propose": (Proposal, ReportForReview, NothingToDo, *EVERY_HOOK),
     "execute": EVERY_HOOK,  # and Deliver, which the delivery driver takes
 }
 

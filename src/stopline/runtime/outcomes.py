@@ -8,6 +8,8 @@ hook                      may return                             the item then g
                                                                  (or ``approved`` when its
                                                                  rule needs no approval)
 ``propose``               :class:`ReportForReview`               ``ready_for_review``
+``propose``               :class:`NothingToDo`                   ``completed`` (no approval,
+                                                                 no delivery)
 ``execute``               :class:`Deliver`                       ``delivering`` continues
 any hook                  :class:`NeedsEyes`                     ``exception``
 any hook                  :class:`RetryLater`                    same step, later (budget)
@@ -47,6 +49,15 @@ class Proposal:
 @dataclass(frozen=True)
 class ReportForReview:
     report: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class NothingToDo:
+    """The evidence shows nothing to act on: the item completes with its evidence and this
+    reason, without a proposal, an approval or a delivery (a recurring check that found all
+    well)."""
+
+    reason: str
 
 
 @dataclass(frozen=True)

@@ -25,13 +25,14 @@ again (the worker does this for every commit of a decision).
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
-from ..store.errors import connection_errors
+from ..store.errors import is_transient
+
+__all__ = ["FIRST_DELAY", "MAX_DELAY", "Reconnect", "Stopped", "is_transient"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -39,25 +40,10 @@ log = logging.getLogger("stopline.reconnect")
 
 FIRST_DELAY = 0.1  # seconds before the first retry
 MAX_DELAY = 5.0  # the cap of the doubling delay
-# PostgreSQL error classes of the driver's OperationalError that the same call meets again on
-# every try: 54 "program limit exceeded" (a statement too large or too complex).
-_PERMANENT_SQLSTATE_CLASSES = frozenset({"54"})
-_SQLITE_TRANSIENT = ("locked", "busy", "disk i/o error")
 
 
 class Stopped(Exception):
     """A stop was asked for while waiting for the database to come back."""
-
-
-def is_transient(exc: BaseException) -> bool:
-    """``True`` when ``exc`` means the database is unreachable or busy right now."""
-    if not isinstance(exc, connection_errors()):
-        return False
-    if isinstance(exc, sqlite3.OperationalError):
-        message = str(exc).lower()
-        return any(word in message for word in _SQLITE_TRANSIENT)
-    sqlstate = getattr(exc, "sqlstate", None)
-    return not (isinstance(sqlstate, str) and sqlstate[:2] in _PERMANENT_SQLSTATE_CLASSES)
 
 
 def _never() -> bool:

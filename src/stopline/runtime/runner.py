@@ -18,6 +18,7 @@ from .loader import load_app
 from .notifier import NotifySettings, hosted
 from .retrying import Reconnect, Stopped
 from .scheduler import Scheduler
+from .watch import watched
 from .worker import Worker
 
 log = logging.getLogger("stopline.run")
@@ -30,6 +31,7 @@ class RunSummary:
     discovered: int = 0
     workers: int = 1
     extra: dict[str, int] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)  # the app's own code failed (watch.py)
 
 
 class _Stop:
@@ -96,7 +98,7 @@ def _child(
     url: str,
     once: bool,
     linger: float,
-    queue: multiprocessing.Queue[tuple[int, int]],
+    queue: multiprocessing.Queue[tuple[int, int, list[str]]],
 ) -> None:
     stop = _Stop()
     signal.signal(signal.SIGTERM, stop)
@@ -105,11 +107,12 @@ def _child(
     try:
         store = reconnect.call("opening the database", open_store, url, migrate=False)
     except Stopped:
-        queue.put((0, 0))
+        queue.put((0, 0, []))
         return
-    worker = Worker(store, load_app(spec))
+    app, failures = watched(load_app(spec))
+    worker = Worker(store, app)
     steps = work_loop(worker, once=once, linger=linger, stop=stop, reconnect=reconnect)
-    queue.put((steps, worker.transitions))
+    queue.put((steps, worker.transitions, failures.lines))
     store.close()
 
 
@@ -140,7 +143,7 @@ def _run(
     workers: int = 1,
     linger: float = 5.0,
 ) -> RunSummary:
-    app = load_app(spec) if isinstance(spec, str) else spec
+    app, failures = watched(load_app(spec) if isinstance(spec, str) else spec)
     if workers > 1 and not isinstance(spec, str):
         raise ValueError("several worker processes need an importable APP spec")
     summary = RunSummary(workers=workers)
@@ -157,7 +160,7 @@ def _run(
         raise
     scheduler = Scheduler(store, app, reconnect=reconnect)
     ctx = multiprocessing.get_context("spawn")
-    queue: multiprocessing.Queue[tuple[int, int]] = ctx.Queue()
+    queue: multiprocessing.Queue[tuple[int, int, list[str]]] = ctx.Queue()
     children = []
     try:
         scheduler.register()
@@ -183,9 +186,11 @@ def _run(
         deadline = time.monotonic() + 60
         for proc in children:
             proc.join(timeout=max(0.0, deadline - time.monotonic()))
+        summary.failures = list(failures.lines)
         while not queue.empty():
-            steps, transitions = queue.get_nowait()
+            steps, transitions, lines = queue.get_nowait()
             summary.steps += steps
             summary.transitions += transitions
+            summary.failures += lines
         store.close()
     return summary

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
+import sqlite3
+from pathlib import Path
 
-from .errors import SchemaMismatch, StoreError, UnsupportedURL
+from .errors import NoDatabase, SchemaMismatch, StoreError, Unreachable, UnsupportedURL
 from .insights import Insights
 from .outbox import Outbox
 from .protocol import Store
@@ -18,33 +21,68 @@ def database_url(explicit: str | None = None) -> str:
     return explicit or os.environ.get(ENV_URL) or DEFAULT_URL
 
 
-def open_store(url: str | None = None, *, migrate: bool = True, check: bool = True) -> Store:
-    """Open the store a URL names; apply pending migrations unless ``migrate=False``."""
+def redacted(url: str) -> str:
+    """``url`` without its password, fit for a message."""
+    return re.sub(r"^([a-z]+://[^:/@]*):[^@/]*@", r"\1:***@", url)
+
+
+def _no_database(url: str, detail: str) -> NoDatabase:
+    return NoDatabase(
+        f"no stopline database at {redacted(url)} ({detail}); create one with"
+        f" `stopline migrate --db {redacted(url)}`"
+    )
+
+
+def open_store(
+    url: str | None = None,
+    *,
+    migrate: bool = True,
+    check: bool = True,
+    create: bool = True,
+    connect_timeout: float | None = None,
+) -> Store:
+    """Open the store a URL names; apply pending migrations unless ``migrate=False``.
+
+    ``create=False``: a URL that names no stopline database yet (a missing SQLite file, a
+    database without the stopline schema) raises :class:`NoDatabase` and nothing is created,
+    not even a folder. ``connect_timeout``: try one connection first and raise
+    :class:`Unreachable` with one line when it fails within that many seconds (PostgreSQL)."""
     resolved = database_url(url)
     store: Store
     if resolved.startswith("sqlite:"):
-        from .sqlite import SQLiteStore
+        from .sqlite import SQLiteStore, sqlite_path
 
+        path, _ = sqlite_path(resolved)
+        if not create and not Path(path).is_file():
+            raise _no_database(resolved, f"{path} does not exist")
         store = SQLiteStore(resolved)
     elif resolved.startswith(("postgresql:", "postgres:")):
         try:
-            from .postgres import PostgresStore
+            from .postgres import PostgresStore, probe
         except ImportError as exc:  # pragma: no cover - depends on the installed extras
             raise UnsupportedURL(
                 "PostgreSQL needs the postgres extra: pip install 'stopline[postgres]'"
             ) from exc
+        if connect_timeout is not None:
+            problem = probe(resolved, connect_timeout)
+            if problem:
+                raise Unreachable(f"cannot connect to {redacted(resolved)}: {problem}")
         store = PostgresStore(resolved)
     else:
         raise UnsupportedURL(
-            f"unsupported database URL {resolved!r}: use sqlite:/// or postgresql://"
+            f"unsupported database URL {redacted(resolved)!r}: use sqlite:/// or postgresql://"
         )
     try:
+        if not create and store.schema_version() == 0:
+            raise _no_database(resolved, "it holds no stopline schema")
         if migrate:
             store.migrate()
         if check:
             store.check_schema()
-    except BaseException:
+    except BaseException as exc:
         store.close()
+        if type(exc) is sqlite3.DatabaseError:  # e.g. "file is not a database"
+            raise StoreError(f"{redacted(resolved)} is not a SQLite database: {exc}") from exc
         raise
     return store
 
@@ -53,11 +91,14 @@ __all__ = [
     "DEFAULT_URL",
     "ENV_URL",
     "Insights",
+    "NoDatabase",
     "Outbox",
     "SchemaMismatch",
     "Store",
     "StoreError",
+    "Unreachable",
     "UnsupportedURL",
     "database_url",
     "open_store",
+    "redacted",
 ]

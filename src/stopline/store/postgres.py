@@ -55,6 +55,18 @@ MIGRATION_LOCK = "stopline.migrate"  # hashed into the advisory lock key
 CHECK_IDLE = 1.0  # seconds: a pooled connection idle longer than this is checked before use
 
 
+def probe(url: str, timeout: float) -> str | None:
+    """One connection attempt of at most ``timeout`` seconds: ``None`` when the server took
+    it, else the driver's first line of why not (no pool, so no retries and no warnings)."""
+    try:
+        conn = psycopg.connect(url, connect_timeout=max(1, round(timeout)), autocommit=True)
+    except psycopg.Error as exc:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        return lines[0] if lines else type(exc).__name__
+    conn.close()
+    return None
+
+
 class PostgresStore(SQLStore):
     dialect = "postgres"
     pyformat = True

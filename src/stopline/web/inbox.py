@@ -41,7 +41,8 @@ def _rows(s: Shared, f: dict[str, Any]) -> list[present.Row]:
     items = s.store.list_items(
         state_class="stop", state=f["state"] or None, automation=f["automation"] or None, limit=1000
     )
-    rows = [present.row(i, s.age(i), s.overdue(i)) for i in items if i.state in STOP_STATES]
+    actors = s.store.actors()
+    rows = [present.row(i, s.age(i), s.overdue(i), actors) for i in items if i.state in STOP_STATES]
     if f["overdue"]:
         rows = [r for r in rows if r.overdue]
     return rows

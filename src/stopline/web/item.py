@@ -10,8 +10,9 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..commands.entry import Entry, Shell, execute, validate
+from ..commands.entry import Entry, Shell, validate
 from ..commands.fields import ABSENT, from_text
+from ..commands.perform import perform
 from ..commands.runners import RunOptions
 from ..commands.table import exposed
 from ..core.decision import Outcome
@@ -36,6 +37,7 @@ def _page_model(v: Visit, ref: str) -> dict[str, Any] | None:
         v.s.store.policy(item.automation),
         v.s.settings.read_only,
         v.may_command,
+        v.s.store.actors(),
     )
 
 
@@ -104,11 +106,20 @@ async def act(request: Request) -> Response:
     if problems:
         return await _again(v, ref, 422, problems=problems, refusal=None)
     options = RunOptions(app_spec=v.s.settings.app_spec)
-    decision = await run_in_threadpool(
-        execute, v.s.controller, entry, ref, actor=v.actor.name, fields=fields, options=options
+    done = await run_in_threadpool(
+        perform, v.s.controller, entry, ref, actor=v.actor.name, fields=fields, options=options
     )
+    if done.problems:
+        return await _again(v, ref, 422, problems=list(done.problems), refusal=None)
+    decision = done.decision
+    assert decision is not None
     if decision.outcome is Outcome.REFUSED:
-        refusal = {"command": entry.name, "reasons": list(decision.reasons)}
+        refusal = {
+            "command": entry.name,
+            "reasons": list(decision.reasons),
+            "explanation": list(done.explanation.sentences),
+            "diff": list(done.explanation.details.get("diff", ())),
+        }
         return await _again(v, ref, 409, problems=[], refusal=refusal)
     target = decision.item_id or ref
     return v.redirect(

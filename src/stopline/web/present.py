@@ -78,9 +78,16 @@ class Group:
         return max(self.rows, key=lambda r: r.age).age_text if self.rows else ""
 
 
-def row(item: Item, age: float, overdue: bool) -> Row:
+def row(item: Item, age: float, overdue: bool, actors: Mapping[str, Actor] | None = None) -> Row:
     return Row(
-        item.id, item.automation, item.key, item.state.value, age, age_text(age), overdue, why(item)
+        item.id,
+        item.automation,
+        item.key,
+        item.state.value,
+        age,
+        age_text(age),
+        overdue,
+        why(item, actors),
     )
 
 
@@ -293,12 +300,13 @@ def item_page(
     policy: Policy | None,
     read_only: bool,
     may_command: bool,
+    actors: Mapping[str, Actor] | None = None,
 ) -> dict[str, Any]:
-    view = item_view(item)
+    view = item_view(item, actors)
     actions = [] if read_only or not may_command else action_forms(item, actor, policy, now)
     return {
         "item": view,
-        "why": why(item),
+        "why": why(item, actors),
         "evidence": evidence_info(view, now),
         "params": params_rows(view.get("proposal")),
         "diff": proposal_diff(view.get("previous_proposal"), view.get("proposal")),

@@ -293,7 +293,8 @@ def execute(ctx: HookContext) -> Any:
 
 def revise(ctx: HookContext, reason: str, current: Sequence[Artifact]) -> Sequence[Artifact]:
     _record_run(ctx, "revise")
-    raise RuntimeError("the lab's revise hook always fails")
+    # a declared terminal failure: the revision fails, and `run` does not count it as a bug
+    raise TerminalError("the lab's revise hook always fails")
 
 
 def _automation(name: str, keys_env: str, base_delay: float, lease: float) -> Automation:

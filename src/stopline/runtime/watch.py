@@ -1,0 +1,111 @@
+"""Hook failures that ``stopline run`` and ``stopline check`` report and exit on.
+
+The worker already turns a hook that raises something undeclared into a stop
+(``exception``, "needs eyes"), and the scheduler logs a discovery that raises and writes
+nothing. Both are right for the items, and both are failures of the automation's own code that a
+script running ``stopline run`` from cron must see in the exit status. :func:`watched` wraps an
+app's hooks so that each such failure is also counted here; the hooks' behaviour, and what the
+worker decides from it, are unchanged (the exception is raised again, the value returned as it
+was).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.commands import QAResult
+from . import outcomes as o
+from .automation import App, Automation, HookContext
+
+# What each hook may return (anything else stops the item in ``exception``).
+_ANY_HOOK = (o.NeedsEyes, o.RetryLater, o.Fail)
+ALLOWED: dict[str, tuple[type, ...]] = {
+    "observe": (o.Evidence, *_ANY_HOOK),
+    "propose": (o.Proposal, o.ReportForReview, o.NothingToDo, *_ANY_HOOK),
+    "execute": (o.Deliver, *_ANY_HOOK),
+    "qa": (QAResult,),
+}
+
+
+@dataclass
+class HookFailures:
+    """Failures of an app's own code, one line each, in the order they happened."""
+
+    lines: list[str] = field(default_factory=list)
+    echo: Callable[[str], None] | None = None  # also told each line as it happens
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, line: str) -> None:
+        with self._lock:
+            self.lines.append(line)
+            if self.echo is not None:
+                self.echo(line)
+
+    def __bool__(self) -> bool:
+        return bool(self.lines)
+
+
+def _where(ctx: Any) -> str:
+    item = getattr(ctx, "item", None)
+    return "" if item is None else f" on {item.automation}/{item.key}"
+
+
+def _declared(automation: Automation, exc: BaseException) -> bool:
+    return isinstance(exc, automation.retry_on + automation.terminal_on)
+
+
+def _wrap_discover(a: Automation, failures: HookFailures) -> Callable[[HookContext], Any]:
+    hook = a.discover
+
+    @functools.wraps(hook)
+    def discover(ctx: HookContext) -> list[Any]:
+        try:
+            return list(hook(ctx))  # a generator raises while it is read
+        except Exception as exc:
+            failures.add(f"discovery of {a.name} raised {type(exc).__name__}: {exc}")
+            raise
+
+    return discover
+
+
+def _wrap(a: Automation, name: str, failures: HookFailures) -> Callable[..., Any]:
+    hook = getattr(a, name)
+
+    @functools.wraps(hook)
+    def run(ctx: HookContext, *args: Any) -> Any:
+        try:
+            out = hook(ctx, *args)
+        except Exception as exc:
+            if not _declared(a, exc):
+                failures.add(
+                    f"{name} hook of {a.name}{_where(ctx)} raised {type(exc).__name__}: {exc}"
+                )
+            raise
+        allowed = ALLOWED.get(name)
+        if allowed is not None and not isinstance(out, allowed):
+            failures.add(
+                f"{name} hook of {a.name}{_where(ctx)} returned {type(out).__name__},"
+                " which it may not return"
+            )
+        return out
+
+    return run
+
+
+def watched(app: App, failures: HookFailures | None = None) -> tuple[App, HookFailures]:
+    """A copy of ``app`` whose hooks report their failures to ``failures`` (a new one when
+    none is given). The automations' names, policies and targets are the same objects."""
+    failures = failures if failures is not None else HookFailures()
+    automations = []
+    for a in app.automations:
+        hooks: dict[str, Any] = {"discover": _wrap_discover(a, failures)}
+        for name in ("observe", "propose", "execute", "qa", "revise"):
+            if getattr(a, name) is not None:
+                hooks[name] = _wrap(a, name, failures)
+        automations.append(dataclasses.replace(a, **hooks))
+    return App(automations, dict(app.actors)), failures
