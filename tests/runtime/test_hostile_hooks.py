@@ -55,11 +55,13 @@ def test_a_hook_that_breaks_is_recorded_with_its_real_class_and_the_worker_goes_
     make_lab: Any, kind: str, state: str, failure_class: str, detail: str
 ) -> None:
     """A hook returning 600-deep data or NaN, or raising RecursionError or MemoryError: one
-    attempt, recorded with its real class; the process lives and completes the next item."""
+    attempt, recorded with its real class; the process lives, completes the next item, and
+    ends with exit 4, the status of a run whose app's code failed."""
     key = f"{kind}-1"
     lab = make_lab(keys=f"{key},flaky-1", delay=1, max_attempts=3)
     proc = lab.run_app("--once", "--linger", "5")
-    assert proc.wait(90) == 0, proc.output()
+    assert proc.wait(90) == 4, proc.output()
+    assert f"{key}" in proc.err.read_text() + proc.out.read_text()
 
     item = lab.item(f"lab/{key}")
     assert item["state"] == state

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.commands import QAResult
+from . import hook_output
 from . import outcomes as o
 from .automation import App, Automation, HookContext
 
@@ -91,6 +92,10 @@ def _wrap(a: Automation, name: str, failures: HookFailures) -> Callable[..., Any
             failures.add(
                 f"{name} hook of {a.name}{_where(ctx)} returned {type(out).__name__},"
                 " which it may not return"
+            )
+        elif problems := hook_output.problems(name, out):  # recorded as invalid_output
+            failures.add(
+                f"{name} hook of {a.name}{_where(ctx)} returned invalid output: {problems[0]}"
             )
         return out
 
