@@ -30,6 +30,7 @@ from stopline.core.commands import Approve
 from stopline.core.decide import decide
 from stopline.core.integrity import proposal_body
 from stopline.core.step import Context
+from webhook_receiver import SECRET, Receiver
 
 from .attacker import Attacker
 from .lab import IDEMPOTENCY_KEY, VAULT_APP, Base, Vault
@@ -99,6 +100,33 @@ def http_approve(key: str, token: str) -> Move:
         return f"POST approve {key} as {token}: {response.status_code}"
 
     return Move(f"http-approve:{key}:{token}", do)
+
+
+def _run_with_webhooks(vault: Vault, base: Base) -> str:
+    """``stopline run --once`` with webhooks configured to a real receiver; every message the
+    notifier then tried to send to a URL nobody configured is written down as an acting call."""
+    receiver = Receiver()
+    try:
+        env = {
+            "STOPLINE_WEBHOOKS": json.dumps({"vault": [receiver.url]}),
+            "STOPLINE_WEBHOOK_SECRET": SECRET,
+        }
+        out = vault.run_once(env=env)
+    finally:
+        receiver.close()
+    rows = vault.query("SELECT id, url, attempts FROM notifications")
+    for row in rows:
+        if row["url"] != receiver.url and int(row["attempts"]) > 0:
+            record_call(vault, "webhook", id=row["id"], url=row["url"])
+    return f"run with webhooks: {out['transitions']} transitions, {receiver.count()} received"
+
+
+RUN_WITH_WEBHOOKS = Move("run-with-webhooks", _run_with_webhooks)
+
+
+def record_call(vault: Vault, call: str, **entry: Any) -> None:
+    with vault.log_path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"call": call, **entry}, sort_keys=True) + "\n")
 
 
 REVISE_NOTE = command("revise", "note-done", "carol", "--reason", "clearer", "--artifact", "note")
@@ -690,6 +718,31 @@ def idempotency_decision_edited(a: Attacker, base: Base) -> None:
     a.sql(
         "UPDATE idempotency SET decision = :d WHERE key = :k",
         {"d": json.dumps(decision), "k": IDEMPOTENCY_KEY},
+    )
+
+
+# the notification outbox -------------------------------------------------------------------
+
+
+@edit(
+    "a notification row inserted (a URL nobody configured, any payload)",
+    items=("pay-done",),
+    moves=(RUN_WITH_WEBHOOKS,),
+    bug="the notifier signs and sends whatever the notifications table holds: it neither "
+    "checks the URL against STOPLINE_WEBHOOKS nor rebuilds the payload from the event, and "
+    "verify does not look at the outbox",
+)
+def notification_forged(a: Attacker, base: Base) -> None:
+    item = a.item("vault/pay-done")
+    a.sql(
+        "INSERT INTO notifications (id, item_id, seq, url, type, payload, status, attempts,"
+        " next_attempt_at, created_at) VALUES ('ntf_forged', :item, 1,"
+        " 'http://127.0.0.1:9/forged', 'item.stopped', :payload, 'pending', 0, :at, :at)",
+        {
+            "item": item.id,
+            "payload": json.dumps({"type": "item.completed", "data": {"refund": 999999}}),
+            "at": format_time(NOW),  # the outbox keeps its times as text on both stores
+        },
     )
 
 

@@ -207,6 +207,12 @@ class Vault:
         ]
         return sum("integrity_failed" in r for r in reasons)
 
+    def rechecks(self) -> int:
+        """Events that sent an item back to approval before an acting call (authority or
+        freshness no longer held)."""
+        rows = self.query("SELECT COUNT(*) AS n FROM events WHERE command = 'recheck_failed'")
+        return int(rows[0]["n"])
+
     def refusal_reasons(self) -> list[list[str]]:
         """The reasons of every refusal recorded so far, oldest first."""
         rows = self.query("SELECT reasons FROM refusals ORDER BY id")

@@ -124,6 +124,7 @@ def test_roles_written_into_the_table_grant_nothing(vault_copy: Callable[[str], 
 
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,
     reason="open: the guard before an acting call does not hold the item's history against "
     "the ledger, so a forged approve event (chain and seal right) runs although verify reports "
     "it (event_unrecorded)",

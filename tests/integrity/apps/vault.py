@@ -63,7 +63,8 @@ FAIL_FIRST_ENV = "STOPLINE_TEST_FAIL_FIRST"
 LEASE_ENV = "STOPLINE_TEST_LEASE"
 DRAFTS = "vault-drafts"
 PARK_LIMIT = 120.0
-ACTING = frozenset({"execute", "create", "update", "publish"})  # calls that act on the world
+# calls that act on the world ("webhook": a signed notification sent, written down by the tests)
+ACTING = frozenset({"execute", "create", "update", "publish", "webhook"})
 
 ACTORS: dict[str, tuple[str, ...]] = {
     "alice": ("approver", "operator"),
