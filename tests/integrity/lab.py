@@ -155,7 +155,8 @@ class Vault:
                 conn.close()
         rows = self.query(
             "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database()"
-            " AND state LIKE 'idle in transaction%' AND pid <> pg_backend_pid()"
+            " AND state IN ('idle in transaction', 'idle in transaction (aborted)')"
+            " AND pid <> pg_backend_pid()"
         )
         return int(rows[0]["n"]) > 0
 

@@ -37,7 +37,8 @@ def _executed(vault: Vault, key: str) -> list[dict[str, Any]]:
 
 def _finding_reasons(vault: Vault, ref: str | None = None) -> set[tuple[str, str]]:
     doc = vault.verify()
-    return {(f["kind"], f["reason"]) for f in doc["findings"] if ref is None or f["ref"] == ref}
+    findings = doc.get("findings", [])  # (the code before issue 10 listed problems only)
+    return {(f["kind"], f["reason"]) for f in findings if ref is None or f["ref"] == ref}
 
 
 def _approve(vault: Vault, key: str, actor: str) -> dict[str, Any]:
@@ -173,8 +174,15 @@ def _sql(statement: str, key: str) -> Callable[[Attacker], None]:
 
 
 def _drop_last_event(a: Attacker) -> None:
-    item = a.item("vault/pay-approved")
+    """alice's approval event of the two-approver transfer dropped, and the row's history
+    length and head set back to the event before it (its documents left as they are)."""
+    item = a.item("vault/dual-half")
+    previous = a.history(item.id)[-2]
     a.sql("DELETE FROM events WHERE item_id = :id AND seq = :seq", {"id": item.id, "seq": item.seq})
+    a.sql(
+        "UPDATE items SET seq = :seq, head = :head WHERE id = :id",
+        {"seq": previous.seq, "head": previous.hash, "id": item.id},
+    )
 
 
 def _delete_item(a: Attacker) -> None:
