@@ -83,6 +83,30 @@ def approve(key: str, actor: str, *extra: str) -> Move:
     return command("approve", key, actor, *extra)
 
 
+def publish(key: str, actor: str) -> Move:
+    """``stopline publish`` of the item's current review packet, with the app's own target
+    (``--app``), which writes down every publication."""
+
+    def do(vault: Vault, base: Base) -> str:
+        item = vault.item(key)
+        packet = (item.doc("review_packet") or {}).get("digest", "0" * 64)
+        args = ["publish", f"vault/{key}", "--actor", actor, "--packet", packet]
+        done = vault.cli(*args, "--app", VAULT_APP, "--json", ok=(0, 2, 3))
+        return f"publish {key} by {actor}: exit {done.returncode} {done.stdout.strip()[:120]}"
+
+    return Move(f"publish:{key}:{actor}", do)
+
+
+def cli(*args: str) -> Move:
+    """Any other command line (an operator's registry change, say)."""
+
+    def do(vault: Vault, base: Base) -> str:
+        done = vault.cli(*args, "--json", ok=(0, 2, 3))
+        return f"{' '.join(args)}: exit {done.returncode}"
+
+    return Move("cli:" + ":".join(args), do)
+
+
 def http_approve(key: str, token: str) -> Move:
     """``POST /api/items/ITEM/approve`` on a real ``stopline serve`` with a bearer token
     (``token``: an actor whose issued token to use, or the literal forged token)."""
@@ -283,6 +307,18 @@ def artifact_redirected(a: Attacker, base: Base) -> None:
     data["artifacts"][0]["remote_id"] = other["remote_id"]
     data["artifacts"][0]["remote_version"] = other["remote_version"]
     a.put_data("vault/note-done", data)
+
+
+@edit(
+    "a delivered artifact's remote id pointed at another item's object, then a publication",
+    findings=(SEAL,),
+    items=("note-done",),
+    moves=(publish("note-done", "paul"),),
+    bug="stopline publish checks its rules on the stored record with no seal check, and "
+    "publishes the objects it names before the controller refuses the tampered record",
+)
+def artifact_redirected_published(a: Attacker, base: Base) -> None:
+    artifact_redirected(a, base)
 
 
 @edit(
@@ -592,6 +628,32 @@ def roles_added(a: Attacker, base: Base) -> None:
     a.sql(
         "UPDATE actors SET roles = :roles WHERE name = 'dana'",
         {"roles": a.json(["approver", "viewer"])},
+    )
+
+
+@edit(
+    "roles added by UPDATE, then an operator adds the actor an unrelated role",
+    findings=(("actor", "registry_mismatch"),),
+    moves=(cli("actors", "add", "dana", "--role", "reviewer"), approve("pay-waiting", "dana"), RUN),
+)
+def roles_laundered(a: Attacker, base: Base) -> None:
+    a.sql(
+        "UPDATE actors SET roles = :roles WHERE name = 'dana'",
+        {"roles": a.json(["approver", "viewer"])},
+    )
+
+
+@edit(
+    "the publisher role added by UPDATE, then a publication",
+    findings=(("actor", "registry_mismatch"),),
+    moves=(publish("note-done", "dana"),),
+    bug="stopline publish checks its rules on the actors table and the stored record, with "
+    "no seal or registry check, and publishes on the target before the controller refuses",
+)
+def publisher_role_added(a: Attacker, base: Base) -> None:
+    a.sql(
+        "UPDATE actors SET roles = :roles WHERE name = 'dana'",
+        {"roles": a.json(["publisher", "viewer"])},
     )
 
 

@@ -42,7 +42,7 @@ KEYS = (
     "pay-done",  # approved and executed: completed
     "dual-half",  # a two-approver transfer with alice's approval
     "dual-fresh",  # a two-approver transfer with no approval yet
-    "note-done",  # a note delivered to the folder and read back: completed
+    "note-done",  # a note delivered to the folder, read back and its packet approved: completed
     "revfail-1",  # a note whose revision failed: revision_failed
     "review-1",  # ready_for_review
     "eyes-1",  # exception
@@ -291,6 +291,10 @@ def build_base(vault: Vault) -> tuple[dict[str, str], dict[str, Any]]:
     )
     vault.cli_json(
         "approve", "vault/dual-half", "--actor", "alice", "--proposal", vault.digest("dual-half")
+    )
+    packet = vault.cli_json("show", "vault/note-done")["review_packet"]["digest"]
+    vault.cli_json(
+        "review", "vault/note-done", "--actor", "carol", "--packet", packet, "--verdict", "approve"
     )
     tokens = {name: vault.cli_json("actors", "token", name)["token"] for name in ("alice", "rita")}
     vault.cli_json("actors", "revoke", "rita")

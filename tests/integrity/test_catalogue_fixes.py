@@ -58,3 +58,28 @@ def test_a_hand_edited_state_class_is_never_due(vault_copy: Callable[[str], Vaul
     done = vault.cli_json("run", VAULT_APP, "--once", "--linger", "0.5", timeout=60)
     assert done["steps"] == 0
     assert vault.states()["pay-waiting"] == "awaiting_approval"
+
+
+def test_a_legitimate_registry_change_does_not_carry_a_forged_role(
+    vault_copy: Callable[[str], Vault],
+) -> None:
+    """A viewer given the approver role by SQL, then an operator adds her an unrelated role:
+    the registry records the roles its chain held plus the new one, never the forged role,
+    so she still may not approve (and the table agrees with the chain again)."""
+    vault = vault_copy("launder")
+    attacker = Attacker(vault.url)
+    try:
+        attacker.sql(
+            "UPDATE actors SET roles = :roles WHERE name = 'dana'",
+            {"roles": attacker.json(["approver", "viewer"])},
+        )
+    finally:
+        attacker.close()
+    added = vault.cli_json("actors", "add", "dana", "--role", "reviewer")
+    assert added["roles"] == ["reviewer", "viewer"]
+    assert vault.verify()["ok"]
+    digest = vault.digest("pay-waiting")
+    answer = vault.cli_json(
+        "approve", "vault/pay-waiting", "--actor", "dana", "--proposal", digest, ok=(3,)
+    )
+    assert "actor_not_authorized" in answer["reasons"]

@@ -12,7 +12,8 @@ What an item does is chosen by the prefix of its key:
 ===========  ==================================================================================
 ``pay``      a refund an ``approver`` must approve; executing it delivers nothing remote
 ``dual``     a transfer two distinct ``approver`` s must approve
-``note``     a draft note that needs no approval, created in the folder; revisable
+``note``     a note that needs no approval, created in the folder; revisable, and published
+             by a ``publisher`` once an operator approved its review packet
 ``revfail``  like ``note``, but its revise hook always fails (``revision_failed``)
 ``review``   a report: ``ready_for_review``
 ``eyes``     ``observe`` cannot decide: ``exception``
@@ -72,6 +73,7 @@ ACTORS: dict[str, tuple[str, ...]] = {
     "carol": ("operator",),
     "dana": ("viewer",),
     "rita": ("approver",),
+    "paul": ("publisher",),
 }
 
 
@@ -235,7 +237,7 @@ def build() -> App:
                 "write": ApprovalRule(approvals=0),
             }
         ),
-        delivery=DeliveryPolicy(mode="draft", revisable=True),
+        delivery=DeliveryPolicy(mode="publish", revisable=True, publish_roles=("publisher",)),
     )
     return App([automation], actors=ACTORS)
 
