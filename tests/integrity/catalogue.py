@@ -459,6 +459,40 @@ def final_event_dropped(a: Attacker, base: Base) -> None:
     a.sql("DELETE FROM events WHERE item_id = :id AND seq = :seq", {"id": item.id, "seq": item.seq})
 
 
+@edit(
+    "the final event dropped and the row's history length and head set back to the one before",
+    findings=(SEAL, ("item", "approval_unrecorded")),
+    items=("dual-half",),
+    moves=(approve("dual-half", "bob"), RUN),
+)
+def final_event_dropped_head_rolled_back(a: Attacker, base: Base) -> None:
+    item = a.item("vault/dual-half")
+    previous = a.history(item.id)[-2]
+    a.sql("DELETE FROM events WHERE item_id = :id AND seq = :seq", {"id": item.id, "seq": item.seq})
+    a.sql(
+        "UPDATE items SET seq = :seq, head = :head WHERE id = :id",
+        {"seq": previous.seq, "head": previous.hash, "id": item.id},
+    )
+
+
+@edit(
+    "a lease written by hand: an owner nobody runs, expiring in a hundred years",
+    items=("pay-approved",),
+    bug="the lease is not sealed and verify does not look at it, so a hand-written lease "
+    "keeps the item from ever running, and nothing reports it",
+)
+def lease_hijacked(a: Attacker, base: Base) -> None:
+    a.sql(
+        "UPDATE items SET lease_owner = 'ghost', lease_expires_at = :at, claimed_at = :now"
+        " WHERE id = :id",
+        {
+            "at": a.time(datetime(2126, 1, 1, tzinfo=UTC)),
+            "now": a.time(NOW),
+            "id": _id(a, "pay-approved"),
+        },
+    )
+
+
 def _forged_approval(a: Attacker, key: str, actor: str) -> Any:
     """What ``approve --actor ACTOR`` would have written, made by the core, written by hand."""
     item = a.item(f"vault/{key}")
@@ -690,6 +724,46 @@ def actor_reactivated(a: Attacker, base: Base) -> None:
 
 
 @edit(
+    "a registry event edited (a viewer's recorded roles), the table made to match",
+    findings=(("registry", "chain_broken"),),
+    moves=(approve("pay-waiting", "dana"), RUN),
+)
+def registry_event_edited(a: Attacker, base: Base) -> None:
+    row = a.rows("SELECT id, detail FROM actor_events WHERE actor = 'dana' ORDER BY id")[0]
+    detail = json.loads(row["detail"]) if isinstance(row["detail"], str) else dict(row["detail"])
+    detail["roles"] = ["approver", "viewer"]
+    detail["state"] = {"roles": ["approver", "viewer"], "active": True}
+    a.sql(
+        "UPDATE actor_events SET detail = :d WHERE id = :id", {"d": a.json(detail), "id": row["id"]}
+    )
+    a.sql("UPDATE actors SET roles = :r WHERE name = 'dana'", {"r": a.json(["approver", "viewer"])})
+
+
+@edit(
+    "a registry event deleted from the middle (a revocation), the table made to match",
+    findings=(("registry", "chain_broken"),),
+    moves=(approve("pay-waiting", "rita"), RUN),
+)
+def registry_event_deleted(a: Attacker, base: Base) -> None:
+    revoke = a.rows("SELECT id FROM actor_events WHERE actor = 'rita' AND change = 'revoke'")[0]
+    a.sql("DELETE FROM actor_events WHERE id = :id", {"id": revoke["id"]})
+    a.sql("UPDATE actors SET active = :yes WHERE name = 'rita'", {"yes": True})
+
+
+@edit(
+    "the registry chain's last events (a revocation) deleted, the tables set back",
+    moves=(approve("pay-waiting", "rita"), RUN),
+    bug="nothing else in the database holds the registry chain's head (the ledger records no "
+    "registry event), so its last events can be cut off unseen and a revocation undone",
+)
+def registry_tail_dropped(a: Attacker, base: Base) -> None:
+    revoke = a.rows("SELECT id FROM actor_events WHERE actor = 'rita' AND change = 'revoke'")[0]
+    a.sql("DELETE FROM actor_events WHERE id >= :id", {"id": revoke["id"]})
+    a.sql("UPDATE actors SET active = :yes WHERE name = 'rita'", {"yes": True})
+    a.sql("UPDATE tokens SET revoked_at = NULL WHERE actor = 'rita'")
+
+
+@edit(
     "an API token row inserted for an approver",
     findings=(("token", "token_unrecorded"),),
     moves=(http_approve("pay-waiting", FORGED_TOKEN), RUN),
@@ -821,13 +895,25 @@ def forged_approval_consistent(a: Attacker, base: Base) -> None:
     a.write_decision(_forged_approval(a, "dual-half", "bob"), ledger=True)
 
 
+@edit(
+    "a registry event granting a viewer the approver role, appended at the end of the chain "
+    "with its hash, the table updated",
+    moves=(approve("pay-waiting", "dana"), RUN),
+    limit=True,
+)
+def registry_grant_appended(a: Attacker, base: Base) -> None:
+    state = {"roles": ["approver", "viewer"], "active": True}
+    a.append_registry("dana", "add", {"roles": ["approver"], "state": state}, NOW)
+    a.sql("UPDATE actors SET roles = :r WHERE name = 'dana'", {"r": a.json(state["roles"])})
+
+
 # --- the table -----------------------------------------------------------------------------
 
 
 def summary(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     """The catalogue's table (one line per edit and store) and its counts per store."""
     lines = [
-        f"{'store':8} {'edit':32} {'verify':8} {'refused':8} {'executed':8} note",
+        f"{'store':8} {'edit':38} {'verify':8} {'refused':8} {'executed':8} note",
     ]
     counts: dict[str, dict[str, int]] = {}
     for row in sorted(rows, key=lambda r: (r["store"], r["order"])):
@@ -858,7 +944,7 @@ def summary(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
             c["open_bugs"] += bool(row["bug"])
         note = "known limit" if row["limit"] else ("OPEN: " + row["bug"][:60] if row["bug"] else "")
         lines.append(
-            f"{row['store']:8} {row['edit']:32} {'yes' if row['detected'] else 'no':8} "
+            f"{row['store']:8} {row['edit']:38} {'yes' if row['detected'] else 'no':8} "
             f"{'yes' if row['refused'] else 'no':8} {len(row['executed']) or 'no'!s:8} {note}"
         )
     for store, c in sorted(counts.items()):
