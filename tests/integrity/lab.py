@@ -3,8 +3,9 @@ commands, copied for every edit, and the processes that act on a copy afterwards
 
 :func:`build_base` runs the vault app (``apps/vault.py``) and the people's commands that leave
 an item at every stop-line, an approved item whose worker has not run yet, a completed delivery
-with its remote object, a two-approver proposal with one approval, tokens (one revoked) and an
-idempotency key. :meth:`Base.copy` makes a fresh copy of that database (a file copy on SQLite,
+with its remote object and an approved review packet (ready to publish), two-approver proposals
+with and without one approval, a completed payment (and a backup of its row from before it ran),
+tokens (one revoked with its actor) and an idempotency key. :meth:`Base.copy` makes a fresh copy of that database (a file copy on SQLite,
 ``CREATE DATABASE ... TEMPLATE`` on PostgreSQL) with its own folder, drafts and effects log.
 """
 

@@ -99,7 +99,8 @@ def test_tamper(
         if key in after and after[key] in FORWARD and after[key] != before.get(key)
     }
     refusals = [r for r in vault.refusal_reasons() if INTEGRITY_FAILED in r]
-    refused = bool(refusals or vault.incidents() or vault.rechecks())
+    # refused before any action: a refusal or a stop was recorded, and nothing acted first
+    refused = bool(refusals or vault.incidents() or vault.rechecks()) and not executed
     detected = not report["ok"]
     record_property(
         "tamper",
