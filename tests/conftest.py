@@ -9,6 +9,7 @@ the summary, unless ``STOPLINE_REQUIRE_POSTGRES=1`` makes that a failure.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from collections.abc import Iterator
@@ -153,3 +154,34 @@ def store(store_url: str) -> Iterator[Store]:
         yield opened
     finally:
         opened.close()
+
+
+# --- the tamper catalogue's table (tests/integrity) ---------------------------------------
+# Here, not in tests/integrity/conftest.py: with ``pytest -n`` only the controller sees every
+# report, and it loads no conftest below this one.
+
+TAMPER_REPORT_ENV = "STOPLINE_TAMPER_REPORT"
+_TAMPER_ROWS: list[dict[str, Any]] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Keep the row each tamper catalogue test recorded (``record_property("tamper", ...)``)."""
+    if report.when == "call":
+        for name, value in report.user_properties:
+            if name == "tamper":
+                _TAMPER_ROWS.append({**value, "outcome": report.outcome})
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Print the tamper catalogue's table and counts (and write them as JSON to the file
+    named by ``STOPLINE_TAMPER_REPORT``)."""
+    if not _TAMPER_ROWS:
+        return
+    from integrity.catalogue import summary
+
+    text, doc = summary(_TAMPER_ROWS)
+    terminalreporter.write_sep("=", "tamper catalogue")
+    terminalreporter.write_line(text)
+    target = os.environ.get(TAMPER_REPORT_ENV)
+    if target:
+        Path(target).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")

@@ -369,7 +369,9 @@ class Controller:
 
     def add_actor(self, name: str, roles: list[str]) -> Actor:
         """Add an actor (or roles to one). Names are normalised and checked (``core.names``);
-        a name that looks like another registered actor's is refused."""
+        a name that looks like another registered actor's is refused. The roles kept are the
+        ones the registry chain records, never a table's (a role written into the table by hand
+        is not carried into the chain by the next legitimate change)."""
         if self.trust is not None:
             raise ActorError(
                 "signed mode: actors and their roles come from certificates the trust root "
@@ -377,7 +379,7 @@ class Controller:
             )
         name = _check_name(ACTOR, name)
         roles = [_check_name(ROLE, role) for role in roles]
-        registry = self.store.actors()
+        registry = self.store.registry().actors
         similar = lookalike(name, registry)
         if similar is not None:
             raise ActorError(
@@ -393,8 +395,10 @@ class Controller:
 
     def revoke_actor(self, name: str, role: str | None = None) -> Actor | None:
         """Revoke an actor, or one role. A name or role stored exactly as given is revoked even
-        if it breaks today's rules (an older registry may hold one); else it is checked."""
-        registry = self.store.actors()
+        if it breaks today's rules (an older registry may hold one); else it is checked. What
+        is revoked is the actor the registry chain records (one found only in the table, as a
+        hand-inserted row would be, is revoked as the table has it)."""
+        registry = {**self.store.actors(), **self.store.registry().actors}
         if name not in registry:
             name = _check_name(ACTOR, name)
         existing = registry.get(name)
@@ -413,9 +417,10 @@ class Controller:
         return actor
 
     def new_token(self, name: str) -> str | None:
-        """A fresh API token for an active actor; only its hash is stored."""
+        """A fresh API token for an actor the registry chain records as active; only its hash
+        is stored."""
         name = _check_name(ACTOR, name)
-        actor = self.store.actors().get(name)
+        actor = self.store.registry().actors.get(name)
         if actor is None or not actor.active:
             return None
         token = "stl_" + secrets.token_urlsafe(32)

@@ -51,6 +51,17 @@ EXIT_STATUSES = (
 # name, who reads it, what it means
 ENVIRONMENT = (
     ("STOPLINE_DATABASE_URL", "every command", "the database when `--db` is not given"),
+    (
+        "STOPLINE_TRUST_ROOT",
+        "every command, `run`, `serve`",
+        "signed mode: the trust root (a file of `ssh-ed25519` lines, or one line itself);"
+        " unset means unsigned mode (see docs/security.md)",
+    ),
+    (
+        "STOPLINE_KEY",
+        "people's commands in signed mode",
+        "the private key (OpenSSH or PEM file) that signs the command when `--key` is not given",
+    ),
     ("STOPLINE_LOG", "every command, `serve`", "the log level: DEBUG, INFO, WARNING (default)"),
     ("STOPLINE_WORKERS", "`run`", "the default of `--workers`"),
     (

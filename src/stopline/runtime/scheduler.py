@@ -63,11 +63,16 @@ class Scheduler:
         """Store each automation's policy (CLI commands read it) and seed declared actors.
 
         Names are checked again here (an ``Automation`` is mutable after construction), and an
-        actor to seed that looks like a registered one is refused: nothing is stored then."""
+        actor to seed that looks like a registered one is refused: nothing is stored then.
+        An actor is seeded only if neither the registry chain nor the table knows it: a revoked
+        actor whose table row was deleted stays revoked (the table is a cache of the chain)."""
         now = self.clock()
         for automation in self.app.automations:
             require_normal(AUTOMATION, automation.name)
-        known = self.reconnect.call("reading the actors", self.store.actors)
+        known = self.reconnect.call(
+            "reading the actors",
+            lambda: {**self.store.actors(), **self.store.registry().actors},
+        )
         seeds = {name: roles for name, roles in self.app.actors.items() if name not in known}
         for name, roles in seeds.items():
             require_normal(ACTOR, name)

@@ -56,6 +56,9 @@ LIMIT :limit;
 SELECT MIN(CASE WHEN lease_owner IS NOT NULL AND lease_expires_at > next_eligible_at
                 THEN lease_expires_at ELSE next_eligible_at END) AS at FROM items
 WHERE state_class = 'work' AND (attempts < max_attempts OR lease_owner IS NOT NULL)
+  -- the state itself, too, as in the claim: a class column edited by hand is never due work
+  AND state IN ('observing', 'classified', 'approved', 'delivering', 'pending_readback',
+                'revision_prepared')
   AND (CAST(:automations AS text[]) IS NULL OR automation = ANY (CAST(:automations AS text[])));
 
 -- name: renew

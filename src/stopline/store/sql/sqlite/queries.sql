@@ -50,6 +50,9 @@ LIMIT :limit;
 SELECT MIN(CASE WHEN lease_owner IS NOT NULL AND lease_expires_at > next_eligible_at
                 THEN lease_expires_at ELSE next_eligible_at END) AS at FROM items
 WHERE state_class = 'work' AND (attempts < max_attempts OR lease_owner IS NOT NULL)
+  -- the state itself, too, as in the claim: a class column edited by hand is never due work
+  AND state IN ('observing', 'classified', 'approved', 'delivering', 'pending_readback',
+                'revision_prepared')
   AND (:automations IS NULL OR automation IN (SELECT value FROM json_each(:automations)));
 
 -- name: renew

@@ -1,0 +1,85 @@
+"""Gaps the tamper catalogue found and that are closed, each pinned on its own (fast) here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from stopline.runtime.loader import load_app
+from stopline.runtime.scheduler import Scheduler
+from stopline.store import open_store
+
+from .attacker import Attacker
+from .lab import VAULT_APP, Vault
+
+
+def test_a_deleted_row_does_not_bring_a_revoked_actor_back(
+    vault_copy: Callable[[str], Vault],
+) -> None:
+    """The app declares rita, who was revoked; her table row deleted by SQL, registering the
+    app again (as every ``stopline run`` does) does not seed her anew: the registry chain
+    still records her revoked, and verify still reports the deleted row."""
+    vault = vault_copy("reseed")
+    attacker = Attacker(vault.url)
+    try:
+        attacker.sql("DELETE FROM tokens WHERE actor = 'rita'")
+        attacker.sql("DELETE FROM actors WHERE name = 'rita'")
+    finally:
+        attacker.close()
+    store = open_store(vault.url, migrate=False)
+    try:
+        events = len(store.actor_events())
+        Scheduler(store, load_app(VAULT_APP)).register()
+        assert len(store.actor_events()) == events, "a registry event was written"
+        assert "rita" not in store.actors()
+        assert store.registry().actors["rita"].active is False
+    finally:
+        store.close()
+    findings = {(f["kind"], f["ref"], f["reason"]) for f in vault.verify()["findings"]}
+    assert ("actor", "rita", "registry_mismatch") in findings
+
+
+def test_a_hand_edited_state_class_is_never_due(vault_copy: Callable[[str], Vault]) -> None:
+    """A stop item whose state class column says ``work`` is neither claimed nor due: the
+    next due time stays empty and ``run --once`` ends (it used to wait for it forever)."""
+    vault = vault_copy("state-class")
+    vault.run_once()  # the approved payment runs; everything else is stopped or done
+    store = open_store(vault.url, migrate=False)
+    try:
+        assert store.next_due(["vault"]) is None
+        attacker = Attacker(vault.url)
+        try:
+            item = attacker.item("vault/pay-waiting")
+            attacker.sql("UPDATE items SET state_class = 'work' WHERE id = :id", {"id": item.id})
+        finally:
+            attacker.close()
+        assert store.next_due(["vault"]) is None
+    finally:
+        store.close()
+    done = vault.cli_json("run", VAULT_APP, "--once", "--linger", "0.5", timeout=60)
+    assert done["steps"] == 0
+    assert vault.states()["pay-waiting"] == "awaiting_approval"
+
+
+def test_a_legitimate_registry_change_does_not_carry_a_forged_role(
+    vault_copy: Callable[[str], Vault],
+) -> None:
+    """A viewer given the approver role by SQL, then an operator adds her an unrelated role:
+    the registry records the roles its chain held plus the new one, never the forged role,
+    so she still may not approve (and the table agrees with the chain again)."""
+    vault = vault_copy("launder")
+    attacker = Attacker(vault.url)
+    try:
+        attacker.sql(
+            "UPDATE actors SET roles = :roles WHERE name = 'dana'",
+            {"roles": attacker.json(["approver", "viewer"])},
+        )
+    finally:
+        attacker.close()
+    added = vault.cli_json("actors", "add", "dana", "--role", "reviewer")
+    assert added["roles"] == ["reviewer", "viewer"]
+    assert vault.verify()["ok"]
+    digest = vault.digest("pay-waiting")
+    answer = vault.cli_json(
+        "approve", "vault/pay-waiting", "--actor", "dana", "--proposal", digest, ok=(3,)
+    )
+    assert "actor_not_authorized" in answer["reasons"]
