@@ -158,6 +158,9 @@ class Controller:
         # table alone.
         head, legacy = self.store.head(item.id)
         findings = head_findings(item, head, legacy)
+        fresh = self.store.get(item.id) if findings else None
+        if fresh is not None and fresh.version != item.version:
+            return refused(item, [Reason.STALE_VERSION])  # written between the two reads
         registry = self.store.registry()
         actors = dict(registry.actors)
         if actor is not None:
