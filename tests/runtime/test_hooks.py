@@ -28,7 +28,7 @@ from stopline.runtime.outcomes import (
 )
 
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
-SIGNATURE = Signature("w1", 7, T0, 0.25)
+SIGNATURE = Signature("w1", 7, T0, lambda: 0.25)
 
 
 def automation(**changes: Any) -> Automation:

@@ -45,12 +45,13 @@ OPERATORS = "operators"
 @dataclass(frozen=True)
 class Signature:
     """What every worker command carries (the worker and its lease's fencing token), and the
-    readings a command may need (the step's clock, a jitter sample for a retry delay)."""
+    readings a command may need: the step's clock, and where a failure draws the jitter
+    sample of its retry delay."""
 
     worker: str
     token: int
     now: datetime
-    jitter_sample: float
+    jitter: Callable[[], float]
 
     def lease(self) -> dict[str, Any]:
         return {"worker": self.worker, "token": self.token}
@@ -109,7 +110,7 @@ def failure(
         failure_class=failure_class,
         message=message,
         retryable=retryable,
-        jitter_sample=signature.jitter_sample,
+        jitter_sample=signature.jitter(),
     )
 
 

@@ -50,7 +50,7 @@ class Step:
 
     def signature(self) -> Signature:
         return Signature(
-            self.worker.id, self.item.lease_token, self.worker.clock(), self.worker.rng()
+            self.worker.id, self.item.lease_token, self.worker.clock(), self.worker.rng
         )
 
     def context(self) -> HookContext:
