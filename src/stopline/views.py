@@ -12,9 +12,6 @@ from .core.explain import Outlook, approval_outlook
 from .core.records import Actor, Event, Item
 from .core.states import State
 
-S = State
-
-
 Actors = Mapping[str, Actor]
 
 
@@ -38,7 +35,7 @@ def outlook(item: Item, actors: Actors | None) -> Outlook | None:
     """Who may still approve the item's proposal (``None``: no proposal waits, or no registry
     was given)."""
     proposal = item.doc("proposal")
-    if actors is None or proposal is None or item.state is not S.AWAITING_APPROVAL:
+    if actors is None or proposal is None or item.state is not State.AWAITING_APPROVAL:
         return None
     return approval_outlook(proposal, actors)
 
@@ -157,35 +154,35 @@ def why(item: Item, actors: Actors | None = None) -> str:
     can never get its approvals says so)."""
     d = item.data
     state = item.state
-    if state is S.AWAITING_APPROVAL and d.get("proposal"):
+    if state is State.AWAITING_APPROVAL and d.get("proposal"):
         p = d["proposal"]
         line = f"{p['action']} on {p['target'] or '-'} needs approval ({len(p['approvals'])} of {p['required_approvals']})"
         seen = outlook(item, actors)
         if seen is not None and not seen.satisfiable:
             line += f"; CANNOT BE APPROVED: {len(seen.eligible)} eligible approver(s) left"
         return line
-    if state is S.READY_FOR_REVIEW and d.get("report"):
+    if state is State.READY_FOR_REVIEW and d.get("report"):
         return str(d["report"]["data"].get("summary", "a result to read"))
-    if state is S.EXCEPTION and d.get("exception"):
+    if state is State.EXCEPTION and d.get("exception"):
         e = d["exception"]
         return f"needs eyes ({e['owner']}): {e['why']}"
-    if state is S.EXHAUSTED and d.get("account"):
+    if state is State.EXHAUSTED and d.get("account"):
         a = d["account"]
         last = a.get("last_error") or {}
         return f"{a['attempt_count']} of {a['max_attempts']} attempts spent; last: {last.get('class')}: {last.get('message')}"
-    if state is S.REVISION_FAILED and d.get("revision"):
+    if state is State.REVISION_FAILED and d.get("revision"):
         f = d["revision"].get("failure") or {}
         return f"revision {d['revision']['sequence']} failed: {', '.join(f.get('reasons', []))}"
-    if state in (S.COMPLETED, S.REVISION_COMPLETED):
+    if state in (State.COMPLETED, State.REVISION_COMPLETED):
         result = d.get("result") or {}
         if "nothing_to_do" in result:
             return f"nothing to do: {result['nothing_to_do']}"
         n = len(d.get("artifacts", ()))
         return f"delivered and read back ({n} artifact{'s' if n != 1 else ''})"
-    if state is S.CLOSED and d.get("closure"):
+    if state is State.CLOSED and d.get("closure"):
         c = d["closure"]
         return f"{c['how']} by {c['actor']}" + (f": {c['reason']}" if c.get("reason") else "")
-    if state is S.FAILED and d.get("failure"):
+    if state is State.FAILED and d.get("failure"):
         return f"{d['failure']['class']}: {d['failure']['message']}"
     if state.is_work:
         return f"due {format_time(item.next_eligible_at)} (attempt {item.attempts} of {item.max_attempts})"

@@ -24,7 +24,6 @@ from . import render
 from .errors import UsageError
 
 APP = "stopline.examples.demo:app"
-S = State
 
 
 def _backup(path: Path) -> Path:
@@ -77,7 +76,7 @@ def _outcome(decision: Any) -> str:
 def _round_trips(controller: Controller, url: str, linger: float, say: Any) -> None:
     """An approval round-trip, then the first of two approvals, each as its decision says."""
     reply = controller.item("support-triage/msg-1041")
-    if reply is not None and reply.state is S.AWAITING_APPROVAL:
+    if reply is not None and reply.state is State.AWAITING_APPROVAL:
         digest = reply.doc("proposal")["digest"]
         say("1. An approval round-trip, as alice would type it:")
         say(f"   $ stopline approve {reply.id} --proposal {digest} --actor alice")
@@ -90,7 +89,7 @@ def _round_trips(controller: Controller, url: str, linger: float, say: Any) -> N
                 say(f"   after the workers ran: {after.state.value} ({why(after)})")
         say("")
     restart = controller.item("service-health/checkout-api")
-    if restart is None or restart.state is not S.AWAITING_APPROVAL:
+    if restart is None or restart.state is not State.AWAITING_APPROVAL:
         return
     proposal = restart.doc("proposal")
     if proposal["approvals"]:
@@ -151,7 +150,7 @@ def run_demo(args: argparse.Namespace, store: Store, out: Any) -> int:
     for item in items:
         for hint in next_commands(item):
             say(f"  {hint}")
-    exhausted = [i for i in items if i.state is S.EXHAUSTED]
+    exhausted = [i for i in items if i.state is State.EXHAUSTED]
     if exhausted:
         account = exhausted[0].doc("account")
         say("")
@@ -165,7 +164,7 @@ def run_demo(args: argparse.Namespace, store: Store, out: Any) -> int:
             f'  $ stopline resume {exhausted[0].id} --actor carol --reason "endpoint fixed" --attempts 3'
         )
     digest_item = controller.item("weekly-digest/2026-W48")
-    if digest_item is not None and digest_item.state in (S.COMPLETED, S.REVISION_COMPLETED):
+    if digest_item is not None and digest_item.state in (State.COMPLETED, State.REVISION_COMPLETED):
         keys = " ".join(f"--artifact {a['key']}" for a in digest_item.doc("artifacts"))
         say("")
         say(

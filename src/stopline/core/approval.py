@@ -17,8 +17,6 @@ from .step import OPERATOR, Context, lease_reasons, legal, operator_reasons, tra
 from .transitions import Cmd
 from .work import build_proposal
 
-S = State
-
 
 def evidence_fresh(proposal: Mapping[str, Any], now: datetime) -> bool:
     """Every piece of evidence the proposal rests on is younger than the policy's maximum."""
@@ -48,7 +46,7 @@ def approver_reasons(
 
 
 def decide_approve(item: Item, command: Approve, ctx: Context) -> Decision:
-    reasons = legal(item, Cmd.APPROVE, S.AWAITING_APPROVAL)
+    reasons = legal(item, Cmd.APPROVE, State.AWAITING_APPROVAL)
     proposal = item.doc("proposal")
     if proposal is None:
         return refused(item, [*reasons, Reason.NO_PROPOSAL, *approver_gate(ctx, command.actor)])
@@ -83,10 +81,10 @@ def decide_approve(item: Item, command: Approve, ctx: Context) -> Decision:
     approvals.append(approval)
     holding = {a["actor"] for a in approvals}
     enough = len(holding) >= int(proposal["required_approvals"])
-    target = S.APPROVED if enough else S.AWAITING_APPROVAL
+    target = State.APPROVED if enough else State.AWAITING_APPROVAL
     data: dict[str, Any] = {"proposal": {**proposal, "approvals": approvals}}
     if enough:
-        data["step"] = {"state": S.APPROVED.value, "since": format_time(ctx.now)}
+        data["step"] = {"state": State.APPROVED.value, "since": format_time(ctx.now)}
     return transition(
         item,
         Cmd.APPROVE,
@@ -118,7 +116,7 @@ def approver_gate(ctx: Context, actor: str) -> list[str]:
 
 
 def decide_reject(item: Item, command: Reject, ctx: Context) -> Decision:
-    target = S.CLASSIFIED if command.send_back else S.CLOSED
+    target = State.CLASSIFIED if command.send_back else State.CLOSED
     reasons = legal(item, Cmd.REJECT, target)
     proposal = item.doc("proposal")
     if proposal is None:
@@ -148,7 +146,7 @@ def decide_reject(item: Item, command: Reject, ctx: Context) -> Decision:
         rejection["returned_by"] = sorted({*proposal.get("returned_by", ()), command.actor})
     data: dict[str, Any] = {"rejection": rejection, "proposal": None}
     if command.send_back:
-        data["step"] = {"state": S.CLASSIFIED.value, "since": format_time(ctx.now)}
+        data["step"] = {"state": State.CLASSIFIED.value, "since": format_time(ctx.now)}
     return transition(
         item,
         Cmd.REJECT,
@@ -166,7 +164,7 @@ def decide_reject(item: Item, command: Reject, ctx: Context) -> Decision:
 
 
 def decide_edit(item: Item, command: Edit, ctx: Context) -> Decision:
-    reasons = legal(item, Cmd.EDIT, S.AWAITING_APPROVAL) + operator_reasons(ctx, command)
+    reasons = legal(item, Cmd.EDIT, State.AWAITING_APPROVAL) + operator_reasons(ctx, command)
     proposal = item.doc("proposal")
     if proposal is None:
         reasons.append(Reason.NO_PROPOSAL)
@@ -197,7 +195,7 @@ def decide_edit(item: Item, command: Edit, ctx: Context) -> Decision:
     return transition(
         item,
         Cmd.EDIT,
-        S.AWAITING_APPROVAL,
+        State.AWAITING_APPROVAL,
         ctx,
         actor=command.actor,
         data={"proposal": new, "previous_proposal": proposal},
@@ -238,7 +236,7 @@ def authority_now(item: Item, ctx: Context) -> tuple[list[str], list[dict[str, A
 
 def decide_execute(item: Item, command: Execute, ctx: Context) -> Decision:
     reasons = lease_reasons(item, command, ctx.now)
-    if item.state is not S.APPROVED:
+    if item.state is not State.APPROVED:
         reasons.insert(0, Reason.ILLEGAL_TRANSITION)
     if reasons:
         return refused(item, reasons)
@@ -250,10 +248,13 @@ def decide_execute(item: Item, command: Execute, ctx: Context) -> Decision:
     return transition(
         item,
         Cmd.EXECUTE,
-        S.DELIVERING,
+        State.DELIVERING,
         ctx,
         actor=command.worker,
-        data={"step": {"state": S.DELIVERING.value, "since": format_time(ctx.now)}, "staged": None},
+        data={
+            "step": {"state": State.DELIVERING.value, "since": format_time(ctx.now)},
+            "staged": None,
+        },
         digests={"proposal": proposal["digest"]},
         detail={"approvers": [a["actor"] for a in valid]},
     )

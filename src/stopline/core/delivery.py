@@ -26,7 +26,6 @@ from .step import (
 )
 from .transitions import Cmd
 
-S = State
 OWNER = "operators"
 
 
@@ -76,22 +75,22 @@ def decide_stage(item: Item, command: Stage, ctx: Context) -> Decision:
     keys = [a.key for a in command.artifacts]
     if len(set(keys)) != len(keys) or any(not k for k in keys):
         reasons.append(Reason.INVALID_INPUT)
-    if item.state is S.DELIVERING and item.doc("staged"):
+    if item.state is State.DELIVERING and item.doc("staged"):
         reasons.append(Reason.ALREADY_STAGED)
     revision = item.doc("revision") or {}
-    if item.state is S.REVISION_PREPARED and revision.get("staged"):
+    if item.state is State.REVISION_PREPARED and revision.get("staged"):
         reasons.append(Reason.ALREADY_STAGED)
     if reasons:
         return refused(item, reasons)
     failed_qa = sorted(
         a.key for a in command.artifacts if not command.qa.get(a.key, QAResult(False)).passed
     )
-    if item.state is S.DELIVERING:
+    if item.state is State.DELIVERING:
         if failed_qa:
             return transition(
                 item,
                 Cmd.NEEDS_EYES,
-                S.EXCEPTION,
+                State.EXCEPTION,
                 ctx,
                 actor=command.worker,
                 reasons=(Reason.QA_FAILED,),
@@ -117,7 +116,7 @@ def decide_stage(item: Item, command: Stage, ctx: Context) -> Decision:
         return transition(
             item,
             Cmd.STAGE,
-            S.DELIVERING,
+            State.DELIVERING,
             ctx,
             actor=command.worker,
             keep_lease=True,
@@ -166,7 +165,7 @@ def _stage_revision(item: Item, command: Stage, ctx: Context, failed_qa: list[st
     return transition(
         item,
         Cmd.STAGE,
-        S.REVISION_PREPARED,
+        State.REVISION_PREPARED,
         ctx,
         actor=command.worker,
         keep_lease=True,
@@ -180,13 +179,13 @@ def decide_intent(item: Item, command: Intent, ctx: Context) -> Decision:
     artifacts = artifacts_of(item)
     record = artifacts.get(command.key)
     scope = tuple((item.doc("revision") or {}).get("scope", ()))
-    if record is None or (item.state is S.REVISION_PREPARED and command.key not in scope):
+    if record is None or (item.state is State.REVISION_PREPARED and command.key not in scope):
         reasons.append(Reason.SCOPE_INVALID)
-    elif item.state is S.DELIVERING and command.operation != (
+    elif item.state is State.DELIVERING and command.operation != (
         "update" if record["remote_id"] else "create"
     ):
         reasons.append(Reason.NOT_AN_UPDATE if record["remote_id"] else Reason.ILLEGAL_TRANSITION)
-    elif item.state is S.REVISION_PREPARED and (
+    elif item.state is State.REVISION_PREPARED and (
         command.operation != "update" or not record["remote_id"]
     ):
         reasons.append(Reason.NOT_AN_UPDATE)
@@ -226,15 +225,15 @@ def decide_bind(item: Item, command: Bind, ctx: Context) -> Decision:
         reasons.append(Reason.SCOPE_INVALID)
     elif record.get("intent") is None:
         reasons.append(Reason.ILLEGAL_TRANSITION)
-    elif item.state is S.REVISION_PREPARED and command.key not in scope:
+    elif item.state is State.REVISION_PREPARED and command.key not in scope:
         reasons.append(Reason.SCOPE_INVALID)
     elif (
-        item.state is S.DELIVERING
+        item.state is State.DELIVERING
         and record["remote_id"]
         and command.remote_id != record["remote_id"]
     ):
         reasons.append(Reason.NOT_AN_UPDATE)  # a second round updates; it never swaps identity
-    elif item.state is S.REVISION_PREPARED and (
+    elif item.state is State.REVISION_PREPARED and (
         command.operation != "update" or command.remote_id != record["remote_id"]
     ):
         reasons.append(Reason.NOT_AN_UPDATE)
@@ -264,7 +263,9 @@ def decide_bind(item: Item, command: Bind, ctx: Context) -> Decision:
 
 
 def decide_delivered(item: Item, command: Delivered, ctx: Context) -> Decision:
-    reasons = legal(item, Cmd.DELIVERED, S.PENDING_READBACK) + lease_reasons(item, command, ctx.now)
+    reasons = legal(item, Cmd.DELIVERED, State.PENDING_READBACK) + lease_reasons(
+        item, command, ctx.now
+    )
     unbound = [k for k, a in artifacts_of(item).items() if not a.get("remote_id")]
     if unbound:
         reasons.append(Reason.ARTIFACT_NOT_BOUND)
@@ -276,12 +277,12 @@ def decide_delivered(item: Item, command: Delivered, ctx: Context) -> Decision:
     return transition(
         item,
         Cmd.DELIVERED,
-        S.PENDING_READBACK,
+        State.PENDING_READBACK,
         ctx,
         actor=command.worker,
         data={
             "result": result,
-            "step": {"state": S.PENDING_READBACK.value, "since": format_time(ctx.now)},
+            "step": {"state": State.PENDING_READBACK.value, "since": format_time(ctx.now)},
         },
     )
 
@@ -331,7 +332,7 @@ def decide_readback(item: Item, command: ReadBack, ctx: Context) -> Decision:
     reasons = legal_any(item, Cmd.READBACK) + lease_reasons(item, command, ctx.now)
     if reasons:
         return refused(item, reasons)
-    if item.state is S.REVISION_PREPARED:
+    if item.state is State.REVISION_PREPARED:
         return _revision_gate(item, command, ctx)
     artifacts = artifacts_of(item)
     failing, mismatches = _compare(artifacts, command, sorted(artifacts))
@@ -339,7 +340,7 @@ def decide_readback(item: Item, command: ReadBack, ctx: Context) -> Decision:
         return transition(
             item,
             Cmd.NEEDS_EYES,
-            S.EXCEPTION,
+            State.EXCEPTION,
             ctx,
             actor=command.worker,
             reasons=tuple(failing),
@@ -359,7 +360,7 @@ def decide_readback(item: Item, command: ReadBack, ctx: Context) -> Decision:
     return transition(
         item,
         Cmd.READBACK,
-        S.COMPLETED,
+        State.COMPLETED,
         ctx,
         actor=command.worker,
         data={
@@ -408,12 +409,12 @@ def _revision_gate(item: Item, command: ReadBack, ctx: Context) -> Decision:
         )
     seq = int(revision["sequence"])
     packet = review_packet(item, artifacts, seq)
-    revision["state"] = S.REVISION_COMPLETED.value
+    revision["state"] = State.REVISION_COMPLETED.value
     revision["completed_at"] = format_time(ctx.now)
     return transition(
         item,
         Cmd.READBACK,
-        S.REVISION_COMPLETED,
+        State.REVISION_COMPLETED,
         ctx,
         actor=command.worker,
         data={"artifacts": listed(artifacts), "review_packet": packet, "revision": revision},
@@ -518,7 +519,7 @@ def decide_reconcile(item: Item, command: Reconcile, ctx: Context) -> Decision:
         else record.get("readback_hash"),
         reconciled_at=format_time(ctx.now),
     )
-    if item.state is S.EXCEPTION and matches_current:
+    if item.state is State.EXCEPTION and matches_current:
         record["last_op"] = record.get("last_op") or "found"
     if not matches_current:  # the object still holds the superseded content: update it again
         record.update(last_op=None, intent=None)

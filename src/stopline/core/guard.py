@@ -31,7 +31,6 @@ from .states import State
 from .step import OPERATOR, Context, actor_reasons, lease_reasons, transition
 from .transitions import Cmd
 
-S = State
 OWNER = "operators"
 MAX_RECORDED_FINDINGS = 20
 
@@ -46,7 +45,7 @@ def integrity_failed(item: Item, ctx: Context, actor: str, findings: Sequence[Fi
     return transition(
         item,
         Cmd.INTEGRITY_FAILED,
-        S.EXCEPTION,
+        State.EXCEPTION,
         ctx,
         actor=actor,
         reasons=reasons,
@@ -81,7 +80,7 @@ def recheck_failed(
     return transition(
         item,
         Cmd.RECHECK_FAILED,
-        S.AWAITING_APPROVAL,
+        State.AWAITING_APPROVAL,
         ctx,
         actor=worker,
         data=data,
@@ -108,11 +107,11 @@ def decide_guard(item: Item, command: Guard, ctx: Context) -> Decision:
         return integrity_failed(item, ctx, command.worker, findings)
     if not command.authority:
         return zero_write(item, [])
-    if item.state in (S.APPROVED, S.DELIVERING):
+    if item.state in (State.APPROVED, State.DELIVERING):
         failing, valid = authority_now(item, ctx)
         if failing:
             return recheck_failed(item, ctx, command.worker, failing, valid)
-    elif item.state is S.REVISION_PREPARED:
+    elif item.state is State.REVISION_PREPARED:
         revision = item.doc("revision") or {}
         resumed = revision.get("resumed") or ()
         # The operator whose request (or resume of it) the revision now runs under.

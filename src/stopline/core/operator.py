@@ -13,8 +13,6 @@ from .states import DELIVERED_STATES, State
 from .step import Context, legal, operator_reasons, policy_of, transition
 from .transitions import Cmd
 
-S = State
-
 
 def _reason_required(reason: str) -> list[str]:
     return [] if reason.strip() else [Reason.INVALID_INPUT]
@@ -26,7 +24,7 @@ def _voided(item: Item) -> list[str]:
 
 
 def decide_reinspect(item: Item, command: Reinspect, ctx: Context) -> Decision:
-    reasons = legal(item, Cmd.REINSPECT, S.OBSERVING) + operator_reasons(ctx, command)
+    reasons = legal(item, Cmd.REINSPECT, State.OBSERVING) + operator_reasons(ctx, command)
     reasons += _reason_required(command.reason)
     if reasons:
         return refused(item, reasons)
@@ -34,7 +32,7 @@ def decide_reinspect(item: Item, command: Reinspect, ctx: Context) -> Decision:
     return transition(
         item,
         Cmd.REINSPECT,
-        S.OBSERVING,
+        State.OBSERVING,
         ctx,
         actor=command.actor,
         data={
@@ -47,7 +45,7 @@ def decide_reinspect(item: Item, command: Reinspect, ctx: Context) -> Decision:
                 "reason": command.reason,
                 "at": format_time(ctx.now),
             },
-            "step": {"state": S.OBSERVING.value, "since": format_time(ctx.now)},
+            "step": {"state": State.OBSERVING.value, "since": format_time(ctx.now)},
         },
         digests={"proposal": proposal["digest"] if proposal else None},
         detail={"reason": command.reason, "voided_approvals": _voided(item)},
@@ -55,14 +53,14 @@ def decide_reinspect(item: Item, command: Reinspect, ctx: Context) -> Decision:
 
 
 def decide_acknowledge(item: Item, command: Acknowledge, ctx: Context) -> Decision:
-    reasons = legal(item, Cmd.ACKNOWLEDGE, S.CLOSED) + operator_reasons(ctx, command)
+    reasons = legal(item, Cmd.ACKNOWLEDGE, State.CLOSED) + operator_reasons(ctx, command)
     if reasons:
         return refused(item, reasons)
     report = item.doc("report") or {}
     return transition(
         item,
         Cmd.ACKNOWLEDGE,
-        S.CLOSED,
+        State.CLOSED,
         ctx,
         actor=command.actor,
         data={
@@ -74,7 +72,7 @@ def decide_acknowledge(item: Item, command: Acknowledge, ctx: Context) -> Decisi
 
 
 def decide_resolve(item: Item, command: Resolve, ctx: Context) -> Decision:
-    reasons = legal(item, Cmd.RESOLVE, S.OBSERVING) + operator_reasons(ctx, command)
+    reasons = legal(item, Cmd.RESOLVE, State.OBSERVING) + operator_reasons(ctx, command)
     reasons += _reason_required(command.reason)
     if reasons:
         return refused(item, reasons)
@@ -87,14 +85,14 @@ def decide_resolve(item: Item, command: Resolve, ctx: Context) -> Decision:
     return transition(
         item,
         Cmd.RESOLVE,
-        S.OBSERVING,
+        State.OBSERVING,
         ctx,
         actor=command.actor,
         data={
             "corrective_input": resolution,
             "exception": None,
             "previous_exception": item.doc("exception"),
-            "step": {"state": S.OBSERVING.value, "since": format_time(ctx.now)},
+            "step": {"state": State.OBSERVING.value, "since": format_time(ctx.now)},
         },
         digests={"input": digest(command.input)},
         detail={"reason": command.reason},
@@ -104,7 +102,7 @@ def decide_resolve(item: Item, command: Resolve, ctx: Context) -> Decision:
 def resume_target(item: Item) -> State:
     """The work state ``resume`` returns an exhausted item to: the step that spent its budget."""
     resume_state = item.doc("resume_state")
-    return State(resume_state) if resume_state in {s.value for s in S} else S.OBSERVING
+    return State(resume_state) if resume_state in {s.value for s in State} else State.OBSERVING
 
 
 def decide_resume(item: Item, command: Resume, ctx: Context) -> Decision:
@@ -147,7 +145,7 @@ def decide_resume(item: Item, command: Resume, ctx: Context) -> Decision:
 
 
 def decide_close(item: Item, command: Close, ctx: Context) -> Decision:
-    reasons = legal(item, Cmd.CLOSE, S.CLOSED) + operator_reasons(ctx, command)
+    reasons = legal(item, Cmd.CLOSE, State.CLOSED) + operator_reasons(ctx, command)
     reasons += _reason_required(command.reason)
     if reasons:
         return refused(item, reasons)
@@ -157,7 +155,7 @@ def decide_close(item: Item, command: Close, ctx: Context) -> Decision:
     return transition(
         item,
         Cmd.CLOSE,
-        S.CLOSED,
+        State.CLOSED,
         ctx,
         actor=command.actor,
         data={

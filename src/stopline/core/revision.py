@@ -20,8 +20,6 @@ from .states import DELIVERED_STATES, State
 from .step import Context, legal, operator_reasons, policy_of, transition
 from .transitions import Cmd
 
-S = State
-
 
 def request_digest(
     item: Item, reason: str, scope: list[str], source_seq: int, superseded: Any
@@ -62,11 +60,11 @@ def mode_reasons(ctx: Context) -> list[str]:
 
 def decide_revise(item: Item, command: Revise, ctx: Context) -> Decision:
     """Every prerequisite is checked here, before anything changes: a refusal writes nothing."""
-    reasons = legal(item, Cmd.REVISE, S.REVISION_PREPARED) + operator_reasons(ctx, command)
+    reasons = legal(item, Cmd.REVISE, State.REVISION_PREPARED) + operator_reasons(ctx, command)
     if not command.reason.strip():
         reasons.append(Reason.INVALID_INPUT)
     scope = sorted(set(command.artifacts))
-    if item.state is S.REVISION_FAILED:
+    if item.state is State.REVISION_FAILED:
         return _resume(item, command, ctx, reasons, scope)
     artifacts = {a["key"]: a for a in item.doc("artifacts") or ()}
     if item.state not in DELIVERED_STATES:
@@ -96,8 +94,8 @@ def decide_revise(item: Item, command: Revise, ctx: Context) -> Decision:
         reasons.append(Reason.REVIEW_HEAD_MOVED)
     revision = item.doc("revision")
     if revision is not None and revision["state"] in (
-        S.REVISION_PREPARED.value,
-        S.REVISION_FAILED.value,
+        State.REVISION_PREPARED.value,
+        State.REVISION_FAILED.value,
     ):
         reasons.append(Reason.REVISION_ACTIVE)
     if reasons:
@@ -108,7 +106,7 @@ def decide_revise(item: Item, command: Revise, ctx: Context) -> Decision:
     new_seq = seq + 1
     new_revision = {
         "sequence": new_seq,
-        "state": S.REVISION_PREPARED.value,
+        "state": State.REVISION_PREPARED.value,
         "request_digest": request,
         "reason": command.reason,
         "scope": scope,
@@ -122,7 +120,7 @@ def decide_revise(item: Item, command: Revise, ctx: Context) -> Decision:
     return transition(
         item,
         Cmd.REVISE,
-        S.REVISION_PREPARED,
+        State.REVISION_PREPARED,
         ctx,
         actor=command.actor,
         data={
@@ -132,7 +130,7 @@ def decide_revise(item: Item, command: Revise, ctx: Context) -> Decision:
             "review_packet": {**packet, "void": True, "voided_by": request},
             "review": None,
             "previous_review": review,
-            "step": {"state": S.REVISION_PREPARED.value, "since": format_time(ctx.now)},
+            "step": {"state": State.REVISION_PREPARED.value, "since": format_time(ctx.now)},
         },
         digests={"request": request, "voided_packet": packet["digest"]},
         detail={"reason": command.reason, "scope": scope, "sequence": new_seq},
@@ -154,7 +152,7 @@ def _resume(
         reasons.append(Reason.PUBLISHED)
     if reasons:
         return refused(item, reasons)
-    revision["state"] = S.REVISION_PREPARED.value
+    revision["state"] = State.REVISION_PREPARED.value
     # An artifact whose revised content was never read back as written is written again: the
     # worker reads it first and updates it, still only on the remote version this revision
     # bound, so a third party's later edit stops it (remote_version_conflict), never lost.
@@ -169,13 +167,13 @@ def _resume(
     return transition(
         item,
         Cmd.REVISE,
-        S.REVISION_PREPARED,
+        State.REVISION_PREPARED,
         ctx,
         actor=command.actor,
         data={
             "revision": revision,
             "artifacts": listed(artifacts),
-            "step": {"state": S.REVISION_PREPARED.value, "since": format_time(ctx.now)},
+            "step": {"state": State.REVISION_PREPARED.value, "since": format_time(ctx.now)},
         },
         digests={"request": presented},
         detail={"resumed": True, "sequence": revision.get("sequence"), "rewrite": rewrite},

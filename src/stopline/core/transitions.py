@@ -77,42 +77,47 @@ class Transition:
     doc: str
 
 
-S = State
-_DELIVERY_WORK = (S.OBSERVING, S.CLASSIFIED, S.APPROVED, S.DELIVERING, S.PENDING_READBACK)
+_DELIVERY_WORK = (
+    State.OBSERVING,
+    State.CLASSIFIED,
+    State.APPROVED,
+    State.DELIVERING,
+    State.PENDING_READBACK,
+)
 
 
 def _rows() -> Iterable[Transition]:
     def row(src: State | None, cmd: Cmd, targets: Iterable[State], by: By, doc: str) -> Transition:
         return Transition(src, cmd, frozenset(targets), by, doc)
 
-    yield row(None, Cmd.DISCOVER, [S.OBSERVING], By.SYSTEM, "a newly discovered key")
-    yield row(S.OBSERVING, Cmd.OBSERVE, [S.CLASSIFIED], By.WORKER, "evidence gathered")
+    yield row(None, Cmd.DISCOVER, [State.OBSERVING], By.SYSTEM, "a newly discovered key")
+    yield row(State.OBSERVING, Cmd.OBSERVE, [State.CLASSIFIED], By.WORKER, "evidence gathered")
     yield row(
-        S.CLASSIFIED,
+        State.CLASSIFIED,
         Cmd.PROPOSE,
-        [S.AWAITING_APPROVAL, S.APPROVED],
+        [State.AWAITING_APPROVAL, State.APPROVED],
         By.WORKER,
         "a proposal; approved at once only when its policy requires no approval",
     )
-    yield row(S.CLASSIFIED, Cmd.REPORT, [S.READY_FOR_REVIEW], By.WORKER, "a result to read")
+    yield row(State.CLASSIFIED, Cmd.REPORT, [State.READY_FOR_REVIEW], By.WORKER, "a result to read")
     yield row(
-        S.CLASSIFIED,
+        State.CLASSIFIED,
         Cmd.NOTHING_TO_DO,
-        [S.COMPLETED],
+        [State.COMPLETED],
         By.WORKER,
         "the evidence shows nothing to act on: completed with it, no approval, no delivery",
     )
     for src in _DELIVERY_WORK:
-        yield row(src, Cmd.NEEDS_EYES, [S.EXCEPTION], By.WORKER, "the automation cannot decide")
+        yield row(src, Cmd.NEEDS_EYES, [State.EXCEPTION], By.WORKER, "the automation cannot decide")
         yield row(src, Cmd.RETRY, [src], By.WORKER, "retryable failure, next attempt scheduled")
-        yield row(src, Cmd.EXHAUST, [S.EXHAUSTED], By.WORKER, "retry budget spent")
-        yield row(src, Cmd.FAIL, [S.FAILED], By.WORKER, "terminal failure with its evidence")
-    yield row(S.APPROVED, Cmd.EXECUTE, [S.DELIVERING], By.WORKER, "authority re-checked")
-    for src in (S.APPROVED, S.DELIVERING):
+        yield row(src, Cmd.EXHAUST, [State.EXHAUSTED], By.WORKER, "retry budget spent")
+        yield row(src, Cmd.FAIL, [State.FAILED], By.WORKER, "terminal failure with its evidence")
+    yield row(State.APPROVED, Cmd.EXECUTE, [State.DELIVERING], By.WORKER, "authority re-checked")
+    for src in (State.APPROVED, State.DELIVERING):
         yield row(
             src,
             Cmd.RECHECK_FAILED,
-            [S.AWAITING_APPROVAL],
+            [State.AWAITING_APPROVAL],
             By.WORKER,
             "authority or freshness no longer holds before an acting call",
         )
@@ -120,75 +125,87 @@ def _rows() -> Iterable[Transition]:
         yield row(
             src,
             Cmd.INTEGRITY_FAILED,
-            [S.EXCEPTION],
+            [State.EXCEPTION],
             By.WORKER,
             "the stored record no longer matches what its history sealed",
         )
-    for src in (S.DELIVERING, S.REVISION_PREPARED):
+    for src in (State.DELIVERING, State.REVISION_PREPARED):
         yield row(src, Cmd.STAGE, [src], By.WORKER, "artifacts rendered and QA evidence bound")
         yield row(src, Cmd.INTENT, [src], By.WORKER, "intent recorded before a remote call")
         yield row(src, Cmd.BIND, [src], By.WORKER, "remote identity recorded after the call")
-    yield row(S.DELIVERING, Cmd.DELIVERED, [S.PENDING_READBACK], By.WORKER, "all calls made")
-    yield row(S.PENDING_READBACK, Cmd.READBACK, [S.COMPLETED], By.WORKER, "every object read back")
     yield row(
-        S.REVISION_PREPARED,
+        State.DELIVERING, Cmd.DELIVERED, [State.PENDING_READBACK], By.WORKER, "all calls made"
+    )
+    yield row(
+        State.PENDING_READBACK, Cmd.READBACK, [State.COMPLETED], By.WORKER, "every object read back"
+    )
+    yield row(
+        State.REVISION_PREPARED,
         Cmd.READBACK,
-        [S.REVISION_COMPLETED],
+        [State.REVISION_COMPLETED],
         By.WORKER,
         "revision completion gate passed",
     )
     yield row(
-        S.REVISION_PREPARED,
+        State.REVISION_PREPARED,
         Cmd.REVISION_FAIL,
-        [S.REVISION_FAILED],
+        [State.REVISION_FAILED],
         By.WORKER,
         "failed delivery, failed gate or expired lease",
     )
 
     yield row(
-        S.AWAITING_APPROVAL,
+        State.AWAITING_APPROVAL,
         Cmd.APPROVE,
-        [S.AWAITING_APPROVAL, S.APPROVED],
+        [State.AWAITING_APPROVAL, State.APPROVED],
         By.APPROVER,
         "an approval of the current digest; approved once enough distinct approvers",
     )
     yield row(
-        S.AWAITING_APPROVAL,
+        State.AWAITING_APPROVAL,
         Cmd.REJECT,
-        [S.CLOSED, S.CLASSIFIED],
+        [State.CLOSED, State.CLASSIFIED],
         By.APPROVER,
         "closed without action, or returned to be proposed again",
     )
-    yield row(S.AWAITING_APPROVAL, Cmd.EDIT, [S.AWAITING_APPROVAL], By.OPERATOR, "new digest")
-    for src in (S.AWAITING_APPROVAL, S.READY_FOR_REVIEW, S.EXCEPTION):
-        yield row(src, Cmd.REINSPECT, [S.OBSERVING], By.OPERATOR, "gather fresh evidence")
-    yield row(S.READY_FOR_REVIEW, Cmd.ACKNOWLEDGE, [S.CLOSED], By.OPERATOR, "read and closed")
-    yield row(S.EXCEPTION, Cmd.RESOLVE, [S.OBSERVING], By.OPERATOR, "corrective input given")
-    yield row(S.EXHAUSTED, Cmd.RESUME, _DELIVERY_WORK, By.OPERATOR, "a new, recorded retry budget")
+    yield row(
+        State.AWAITING_APPROVAL, Cmd.EDIT, [State.AWAITING_APPROVAL], By.OPERATOR, "new digest"
+    )
+    for src in (State.AWAITING_APPROVAL, State.READY_FOR_REVIEW, State.EXCEPTION):
+        yield row(src, Cmd.REINSPECT, [State.OBSERVING], By.OPERATOR, "gather fresh evidence")
+    yield row(
+        State.READY_FOR_REVIEW, Cmd.ACKNOWLEDGE, [State.CLOSED], By.OPERATOR, "read and closed"
+    )
+    yield row(
+        State.EXCEPTION, Cmd.RESOLVE, [State.OBSERVING], By.OPERATOR, "corrective input given"
+    )
+    yield row(
+        State.EXHAUSTED, Cmd.RESUME, _DELIVERY_WORK, By.OPERATOR, "a new, recorded retry budget"
+    )
     for src in sorted(STOP_STATES):
-        yield row(src, Cmd.CLOSE, [S.CLOSED], By.OPERATOR, "closed by an operator")
+        yield row(src, Cmd.CLOSE, [State.CLOSED], By.OPERATOR, "closed by an operator")
     for src in sorted(DELIVERED_STATES):
-        yield row(src, Cmd.REVISE, [S.REVISION_PREPARED], By.OPERATOR, "open a revision")
+        yield row(src, Cmd.REVISE, [State.REVISION_PREPARED], By.OPERATOR, "open a revision")
         yield row(src, Cmd.REVIEW, [src], By.REVIEWER, "a verdict on the review packet")
         yield row(src, Cmd.PUBLISH, [src], By.APPROVER, "publication signal recorded")
     yield row(
-        S.REVISION_FAILED,
+        State.REVISION_FAILED,
         Cmd.REVISE,
-        [S.REVISION_PREPARED],
+        [State.REVISION_PREPARED],
         By.OPERATOR,
         "resume the same revision request",
     )
     yield row(
-        S.REVISION_FAILED,
+        State.REVISION_FAILED,
         Cmd.RECONCILE,
-        [S.REVISION_FAILED],
+        [State.REVISION_FAILED],
         By.OPERATOR,
         "a found remote object verified by readback and bound; never creates",
     )
     yield row(
-        S.EXCEPTION,
+        State.EXCEPTION,
         Cmd.RECONCILE,
-        [S.EXCEPTION],
+        [State.EXCEPTION],
         By.OPERATOR,
         "a found remote object verified by readback and bound; never creates",
     )

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from ..store import open_store
-from . import outcomes as o
+from . import outcomes
 from .automation import App, Automation, HookContext
 from .loader import load_app
 from .runner import _Stop, work_loop
@@ -30,7 +30,7 @@ WOULD_ACT = "stopline check: the proposal needs no approval, so the worker would
 
 
 def _held(ctx: HookContext) -> Any:
-    return o.NeedsEyes(WOULD_ACT, owner=CHECK_OWNER)
+    return outcomes.NeedsEyes(WOULD_ACT, owner=CHECK_OWNER)
 
 
 def disarmed(app: App) -> App:

@@ -19,16 +19,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.commands import QAResult
-from . import hook_output
-from . import outcomes as o
+from . import hook_output, outcomes
 from .automation import App, Automation, HookContext
 
 # What each hook may return (anything else stops the item in ``exception``).
-_ANY_HOOK = (o.NeedsEyes, o.RetryLater, o.Fail)
+_ANY_HOOK = (outcomes.NeedsEyes, outcomes.RetryLater, outcomes.Fail)
 ALLOWED: dict[str, tuple[type, ...]] = {
-    "observe": (o.Evidence, *_ANY_HOOK),
-    "propose": (o.Proposal, o.ReportForReview, o.NothingToDo, *_ANY_HOOK),
-    "execute": (o.Deliver, *_ANY_HOOK),
+    "observe": (outcomes.Evidence, *_ANY_HOOK),
+    "propose": (outcomes.Proposal, outcomes.ReportForReview, outcomes.NothingToDo, *_ANY_HOOK),
+    "execute": (outcomes.Deliver, *_ANY_HOOK),
     "qa": (QAResult,),
 }
 
