@@ -36,6 +36,7 @@ from .core.commands import (
 from .core.decide import decide
 from .core.decision import Decision, Outcome, refused
 from .core.integrity import head_findings
+from .core.ledger import item_ledger_findings
 from .core.names import ACTOR, ROLE, InvalidName, check_name, lookalike
 from .core.policy import Policy
 from .core.reasons import Reason
@@ -43,6 +44,7 @@ from .core.records import Actor, Item
 from .core.registry import Registry
 from .core.states import State
 from .core.step import Context, bind_idempotency, idempotency_digest
+from .core.verify import verify_item
 from .store import Store
 from .trust.authority import Authority, Trust, attestation_problems, token_problems
 from .trust.checks import attest, binds_for, needed_roles
@@ -154,6 +156,10 @@ class Controller:
         # table alone.
         head, legacy = self.store.head(item.id)
         findings = head_findings(item, head, legacy)
+        if actor is not None:  # a person's command: the whole history, against the ledger
+            history = self.store.history(item.id)
+            findings += [f for f in verify_item(item, history) if f not in findings]
+            findings += item_ledger_findings(item.id, history, self.store.item_ledger(item.id))
         registry = self.store.registry()
         actors = dict(registry.actors)
         if actor is not None:

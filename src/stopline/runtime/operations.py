@@ -10,6 +10,7 @@ from ..controller import Controller
 from ..core.artifacts import Artifact, field_diff
 from ..core.commands import Observed, Publish, Reconcile
 from ..core.decision import Decision, Outcome, refused
+from ..core.policy import Policy
 from ..core.reasons import Reason
 from ..targets.base import RemoteMissing, RemoteRef, Target, TargetError
 from ..targets.registry import UnknownTarget, from_description
@@ -24,8 +25,12 @@ def target_for(controller: Controller, automation: str, app_spec: str | None) ->
         found = load_app(app_spec).by_name().get(automation)
         if found is not None and found.target is not None:
             return found.target
-    policy = controller.store.policy(automation)
-    if policy is None or not policy.target:
+    # the target the registry chain recorded for the automation, never a table's alone
+    record = controller.store.registry().policies.get(automation)
+    if record is None:
+        return None
+    policy = Policy.from_plain(record.policy)
+    if not policy.target:
         return None
     try:
         return from_description(policy.target)
