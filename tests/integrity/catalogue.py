@@ -735,9 +735,8 @@ def registry_event_deleted(a: Attacker, base: Base) -> None:
 
 @edit(
     "the registry chain's last events (a revocation) deleted, the tables set back",
+    findings=(("registry", "history_cut"),),
     moves=(approve("pay-waiting", "rita"), RUN),
-    bug="nothing else in the database holds the registry chain's head (the ledger records no "
-    "registry event), so its last events can be cut off unseen and a revocation undone",
 )
 def registry_tail_dropped(a: Attacker, base: Base) -> None:
     revoke = a.rows("SELECT id FROM actor_events WHERE actor = 'rita' AND change = 'revoke'")[0]

@@ -136,7 +136,7 @@ def chain_findings(entries: Sequence[LedgerEntry]) -> list[Finding]:
 def ledger_findings(
     entries: Sequence[LedgerEntry],
     histories: Mapping[str, Sequence[Event]],
-    registry_hashes: Sequence[str] = (),
+    registry_hashes: Sequence[str] | None = None,
 ) -> list[Finding]:
     """Check every chain, and hold it against every item's history (``histories``: item id ->
     its events, oldest first) and the registry chain (its event hashes, in order)."""
@@ -150,8 +150,10 @@ def ledger_findings(
             Finding("item", item_id, "row", ITEM_MISSING, "created, but no longer in the store")
         )
     for item_id, events in sorted(histories.items()):
-        found += history_against(item_id, events, by_item.get(item_id, ()))
-    found += registry_against(registry_hashes, by_item.get(REGISTRY, ()))
+        if item_id != REGISTRY:
+            found += history_against(item_id, events, by_item.get(item_id, ()))
+    if registry_hashes is not None:
+        found += registry_against(registry_hashes, by_item.get(REGISTRY, ()))
     return found
 
 

@@ -20,7 +20,9 @@ from ..core.ledger import (
     REGISTRY_KIND,
     LedgerEntry,
     entry,
+    item_ledger_findings,
     ledger_kind,
+    registry_against,
     shard_of,
 )
 from ..core.policy import Policy
@@ -613,6 +615,12 @@ class SQLStore(ABC):
             }
         found = fold(events)
         found.findings += compare(found, actors, tokens, policies)
+        # the chain against the ledger: a registry cut back (a revocation dropped) is seen
+        recorded = self.item_ledger(REGISTRY)
+        found.findings += registry_against([e.hash for e in events], [e for e, _ in recorded])
+        found.findings += [
+            f for f in item_ledger_findings(REGISTRY, [], recorded) if f.kind == "ledger"
+        ]
         return found
 
     def add_token(
