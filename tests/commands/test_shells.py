@@ -31,7 +31,19 @@ from stopline.web.item import form_values
 from stopline.web.page import ENV
 
 S = State
-ADMIN = {"demo", "run", "items", "show", "history", "actors", "verify", "migrate", "serve"}
+ADMIN = {
+    "demo",
+    "run",
+    "items",
+    "show",
+    "history",
+    "actors",
+    "verify",
+    "migrate",
+    "serve",
+    "keys",
+    "checkpoint",
+}
 COMMON = {"-h", "--help", "--db", "--json"}
 CLI = exposed(Shell.CLI)
 HTTP = exposed(Shell.HTTP)
@@ -50,7 +62,7 @@ def subcommands() -> dict[str, argparse.ArgumentParser]:
 def expected_flags(entry: Entry) -> set[str]:
     flags = COMMON | {f.cli_flag for f in entry.fields}
     flags |= {"--idempotency-key"} if entry.idempotent else set()
-    flags |= {"--actor"} if entry.takes_actor else set()
+    flags |= {"--actor", "--key"} if entry.takes_actor else set()  # --key: signed mode
     flags |= {"--app"} if entry.runner.needs_target else set()
     return flags
 

@@ -20,6 +20,7 @@ from ..commands.table import exposed
 from ..controller import Controller
 from ..store import Store
 from .errors import UsageError
+from .signing import add_key_option, controller_for
 
 if TYPE_CHECKING:
     from .main import Out
@@ -86,9 +87,9 @@ def handler(entry: Entry) -> Handler:
             problems.append(key_problem)
         if problems:
             raise UsageError("; ".join(problems))
-        controller = Controller(store)
-        options = RunOptions(key, getattr(args, "app", None))
         actor = getattr(args, "actor", None)
+        controller = controller_for(store, args, actor) if entry.takes_actor else Controller(store)
+        options = RunOptions(key, getattr(args, "app", None))
         decision = execute(
             controller, entry, args.item, actor=actor, fields=fields, options=options
         )
@@ -109,6 +110,7 @@ def add_item_commands(add: AddParser, keyed: argparse.ArgumentParser) -> None:
                 type=nonempty,
                 help="who acts (checked against the actor registry)",
             )
+            add_key_option(p)
         for field in entry.fields:
             add_field(p, field)
         if entry.runner.needs_target:

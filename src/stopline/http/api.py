@@ -52,7 +52,10 @@ def bad_item() -> JSONResponse:
 
 def decision_response(decision: Decision) -> JSONResponse:
     status = 409 if decision.outcome is Outcome.REFUSED else 200
-    return JSONResponse(decision.to_plain(), status_code=status)
+    body = decision.to_plain()
+    if decision.explanation:  # the specifics behind a reason (signature_invalid: why)
+        body["explanation"] = list(decision.explanation)
+    return JSONResponse(body, status_code=status)
 
 
 async def _who(request: Request) -> Actor | None:
@@ -181,6 +184,7 @@ async def me_endpoint(request: Request) -> Response:
             "roles": sorted(actor.roles),
             "can_command": may and not s.settings.read_only,
             "read_only": s.settings.read_only,
+            "mode": s.mode,
         }
     )
 
