@@ -11,8 +11,10 @@ from ..examples.demo import app, drafts_folder
 from ..runtime.runner import run
 from ..runtime.scheduler import Scheduler
 from ..store import Store, database_url
+from ..trust.authority import TRUST_ROOT_ENV
 from ..views import next_commands, summary_view, why
 from . import render
+from .demo_signed import prepare
 
 APP = "stopline.examples.demo:app"
 S = State
@@ -20,8 +22,24 @@ S = State
 
 def run_demo(args: argparse.Namespace, store: Store, out: Any) -> int:
     url = database_url(args.db)
+    keys = prepare(store) if getattr(args, "signed", False) else None
+
+    def person(name: str) -> Controller:
+        """The controller ``name``'s commands run on (signed with their key in signed mode)."""
+        return keys.controller(store, name) if keys else Controller(store)
+
+    def key(name: str) -> str:
+        return f" --key {keys.path(name)}" if keys else ""
+
     Scheduler(store, app).register()
     lines: list[str] = [f"stopline demo on {url} (drafts in ./{drafts_folder()})", ""]
+    if keys:
+        lines += [
+            f"Signed mode: a scratch trust root and a key for each person in ./{keys.folder}/;",
+            "the root certified alice, bob (approver, operator), carol (operator), dana (viewer),",
+            "and every command below is signed with the person's key.",
+            "",
+        ]
     say = lines.append
 
     run(app, url, once=True, linger=args.linger)
@@ -32,8 +50,8 @@ def run_demo(args: argparse.Namespace, store: Store, out: Any) -> int:
     if reply is not None and reply.state is S.AWAITING_APPROVAL:
         digest = reply.doc("proposal")["digest"]
         say("1. An approval round-trip, as alice would type it:")
-        say(f"   $ stopline approve {reply.id} --proposal {digest} --actor alice")
-        decision = controller.approve(reply.id, proposal=digest, actor="alice")
+        say(f"   $ stopline approve {reply.id} --proposal {digest} --actor alice{key('alice')}")
+        decision = person("alice").approve(reply.id, proposal=digest, actor="alice")
         say(f"   -> {decision.outcome.value}: {decision.state.value if decision.state else '-'}")
         run(app, url, once=True, linger=args.linger)
         after = controller.item(reply.id)
@@ -50,10 +68,13 @@ def run_demo(args: argparse.Namespace, store: Store, out: Any) -> int:
     ):
         digest = restart.doc("proposal")["digest"]
         say("2. A restart needs two distinct approvers; alice approved first:")
-        controller.approve(restart.id, proposal=digest, actor="alice")
-        say(f"   $ stopline approve {restart.id} --proposal {digest} --actor alice   -> 1 of 2")
+        person("alice").approve(restart.id, proposal=digest, actor="alice")
+        say(
+            f"   $ stopline approve {restart.id} --proposal {digest} --actor alice{key('alice')}"
+            "   -> 1 of 2"
+        )
         say("   bob's approval would release it (paste, then run the workers):")
-        say(f"   $ stopline approve {restart.id} --proposal {digest} --actor bob")
+        say(f"   $ stopline approve {restart.id} --proposal {digest} --actor bob{key('bob')}")
         say(f"   $ stopline run {APP} --once")
         say("")
 
@@ -77,20 +98,35 @@ def run_demo(args: argparse.Namespace, store: Store, out: Any) -> int:
             )
         say(f"  to resume: {account['resume']['condition']}")
         say(
-            f'  $ stopline resume {exhausted[0].id} --actor carol --reason "endpoint fixed" --attempts 3'
+            f"  $ stopline resume {exhausted[0].id} --actor carol"
+            f' --reason "endpoint fixed" --attempts 3{key("carol")}'
         )
     digest_item = controller.item("weekly-digest/2026-W48")
     if digest_item is not None and digest_item.state in (S.COMPLETED, S.REVISION_COMPLETED):
-        keys = " ".join(f"--artifact {a['key']}" for a in digest_item.doc("artifacts"))
+        artifacts = " ".join(f"--artifact {a['key']}" for a in digest_item.doc("artifacts"))
         say("")
         say(
             "The two-article digest was delivered as drafts and read back. To revise both in place:"
         )
-        say(f'  $ stopline revise {digest_item.id} --actor carol --reason "clearer wording" {keys}')
+        say(
+            f"  $ stopline revise {digest_item.id} --actor carol"
+            f' --reason "clearer wording" {artifacts}{key("carol")}'
+        )
         say(f"  $ stopline run {APP} --once")
     say("")
     say("Actors: alice, bob (approver, operator), carol (operator), dana (viewer).")
     if url != "sqlite:///stopline.db":
         say(f"Commands above need --db {url} (or export STOPLINE_DATABASE_URL={url}).")
+    if keys:
+        say(
+            "The commands above are checked against the trust root only where this host has it:"
+            f" export {TRUST_ROOT_ENV}=$PWD/{keys.path('root')}.pub"
+        )
+        say(
+            f"(each person's command takes --key {keys.folder}/NAME, or ssh-add"
+            f" {keys.folder}/NAME once and leave --key out; stopline keys list shows them)"
+        )
+    else:
+        say("To see the same approvals signed, run stopline demo --signed in a fresh folder.")
     out.doc({"db": url, "items": [summary_view(i) for i in items]}, "\n".join(lines))
     return 0

@@ -335,6 +335,11 @@ def build_parser() -> argparse.ArgumentParser:
         "run the bundled example automations end to end and show where each item stopped",
     )
     p.add_argument("--linger", type=float, default=3.0, help=argparse.SUPPRESS)
+    p.add_argument(
+        "--signed",
+        action="store_true",
+        help="the same walk in signed mode: a scratch trust root and keys in ./stopline-demo-keys",
+    )
 
     p = add("run", cmd_run, "run workers and the scheduler for the automations in APP")
     p.epilog = "With STOPLINE_WEBHOOKS set, the webhook notifier runs too (docs/webhooks.md)."
