@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,7 @@ PEOPLE: dict[str, tuple[str, ...]] = {
     "carol": ("operator",),
     "dana": ("viewer",),
 }
-UNCERTIFIED = ("mallory", "fake-root")  # keys nobody certified
+UNCERTIFIED = ("mallory", "fake-root", "server")  # keys not certified at the start
 
 
 def clean_environ() -> dict[str, str]:
@@ -179,3 +181,19 @@ def findings_about(report: Any, ref: str) -> list[dict[str, str]]:
         if incident["item"] == ref:
             found += incident["findings"]
     return found
+
+
+def execute_sql(store: Store, sql: str, params: dict[str, Any] | None = None) -> None:
+    """Run one statement around the store's own methods, as a database writer could
+    (``:name`` parameters, written the PostgreSQL way there)."""
+    raw: Any = store
+    if store.dialect == "postgres":
+        sql = re.sub(r":(\w+)", r"%(\1)s", sql)
+    with raw._write() as cur:
+        cur.execute(sql, params or {})
+
+
+def store_time(store: Store, at: datetime) -> Any:
+    """A time as the store writes it into a column."""
+    raw: Any = store
+    return raw._time(at)

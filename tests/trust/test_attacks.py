@@ -90,9 +90,7 @@ def test_b_a_role_added_to_an_actor(lab: SignedLab) -> None:
     assert refused.outcome is Outcome.REFUSED
     assert "actor_not_authorized" in refused.reasons  # the certificate says operator
     with lab.store() as store:
-        raw: Any = store
-        with raw._write() as cur:
-            cur.execute('UPDATE actors SET roles = \'["approver", "operator"]\'')
+        execute_sql(store, 'UPDATE actors SET roles = \'["approver", "operator"]\'')
     refused = signed_approval(lab, "carol")
     assert refused.outcome is Outcome.REFUSED and "integrity_failed" in refused.reasons
     done = lab.cli(
