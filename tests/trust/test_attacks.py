@@ -25,7 +25,7 @@ from stopline.store import Store
 from stopline.trust import admin
 from stopline.trust.checks import attest
 
-from .signedlab import SignedLab, findings_about
+from .signedlab import SignedLab, execute_sql, findings_about
 
 SIGNATURE_INVALID = "signature_invalid"
 
