@@ -56,11 +56,10 @@ def test_the_signed_demo_walks_the_approvals_signed(tmp_path: Path) -> None:
     )
     assert shown["state"] == "completed" and shown["mode"] == "signed"
     assert json.loads(stopline(tmp_path, "verify", "--json", env=host))["ok"]
-    refused = stopline(
-        tmp_path, "demo", "--signed", "--db", "sqlite:///other.db", "--linger", "0.5"
-    )
-    assert "Signed mode" in refused  # a second run on a fresh database reuses the keys
-    assert (keys / "root").read_bytes() == (keys / "root").read_bytes()
+    root = (keys / "root").read_bytes()
+    again = stopline(tmp_path, "demo", "--signed", "--db", "sqlite:///other.db", "--linger", "0.5")
+    assert "Signed mode" in again  # a second run, on a fresh database, reuses the keys
+    assert (keys / "root").read_bytes() == root
 
 
 def test_the_signed_demo_refuses_an_unsigned_demo_database(tmp_path: Path) -> None:
