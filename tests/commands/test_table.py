@@ -153,7 +153,9 @@ def test_from_text() -> None:
     assert from_text(edit, ['{"a": 1}']) == ({"a": 1}, [])
     value, problems = from_text(edit, ["{not json"], "--params")
     assert value is ABSENT and problems[0].startswith("--params is not valid JSON")
-    assert from_text(resolve, ['{"x": NaN}'])[1][0].startswith("input breaks the limits: $.x: not_finite")
+    assert from_text(resolve, ['{"x": NaN}'])[1][0].startswith(
+        "input breaks the limits: $.x: not_finite"
+    )
     assert from_text(resolve, [" "]) == (ABSENT, [])
     note = COMMANDS["acknowledge"].fields[0]
     assert from_text(note, [""]) == (ABSENT, [])

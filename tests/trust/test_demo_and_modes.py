@@ -90,3 +90,11 @@ def test_show_says_which_mode_the_host_is_in(tmp_path: Path) -> None:
     assert "mode: unsigned" in unsigned
     assert "whoever can write it can approve" in unsigned and "docs/security.md" in unsigned
     assert lab.cli_json("show", "pay/k1", signed=False)["mode"] == "unsigned"
+
+
+def test_a_malformed_trust_root_is_a_usage_error(tmp_path: Path) -> None:
+    """A STOPLINE_TRUST_ROOT that names no readable ed25519 key is exit 2, never unsigned."""
+    lab = SignedLab(tmp_path, f"sqlite:///{tmp_path / 'stopline.db'}")
+    for value in ("ssh-ed25519 not-base64", str(tmp_path / "missing.pub"), "# only a comment"):
+        done = lab.cli("items", env={"STOPLINE_TRUST_ROOT": value}, ok=(2,))
+        assert "STOPLINE_TRUST_ROOT" in done.stderr, done.stderr

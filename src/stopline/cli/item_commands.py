@@ -20,7 +20,7 @@ from ..commands.table import exposed
 from ..controller import Controller
 from ..store import Store
 from .errors import UsageError
-from .signing import add_key_option, controller_for
+from .signing import add_key_option, controller_for, host_trust
 
 if TYPE_CHECKING:
     from .main import Out
@@ -88,7 +88,10 @@ def handler(entry: Entry) -> Handler:
         if problems:
             raise UsageError("; ".join(problems))
         actor = getattr(args, "actor", None)
-        controller = controller_for(store, args, actor) if entry.takes_actor else Controller(store)
+        if entry.takes_actor:
+            controller = controller_for(store, args, actor)
+        else:
+            controller = Controller(store, trust=host_trust())
         options = RunOptions(key, getattr(args, "app", None))
         decision = execute(
             controller, entry, args.item, actor=actor, fields=fields, options=options

@@ -19,6 +19,7 @@ from ..core.decision import Decision, Outcome
 from ..core.names import InvalidName, check_actor_name
 from ..core.states import State
 from ..store import ENV_URL, Store, StoreError, database_url, open_store
+from ..trust.authority import TrustError
 from ..verification import verify_store
 from ..views import event_view, item_view, next_commands, summary_view, why
 from . import render
@@ -418,6 +419,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"stopline: {exc}", file=sys.stderr)
             return EXIT_USAGE
     try:
+        host_trust()  # a malformed STOPLINE_TRUST_ROOT is exit 2 for every command, never unsigned
+    except UsageError as exc:
+        print(f"stopline: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
         migrating = args.command == "migrate"
         # `serve` refuses an unmigrated or unknown schema instead of changing it.
         store = open_store(
@@ -434,7 +440,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.fn(args, store, out)
         return code
-    except UsageError as exc:
+    except (UsageError, TrustError) as exc:  # TrustError: a malformed STOPLINE_TRUST_ROOT
         print(f"stopline: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:  # pragma: no cover - reported, never swallowed
