@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,8 +20,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from stopline.controller import Controller, utcnow
-from stopline.core.commands import Approve
+from stopline.core.commands import Approve, Discover, Observe, Propose
+from stopline.core.decide import decide
 from stopline.core.decision import Outcome
+from stopline.core.policy import ApprovalPolicy, ApprovalRule
+from stopline.core.step import Context
 from stopline.store import Store
 from stopline.trust import admin
 from stopline.trust.checks import attest
@@ -281,3 +285,44 @@ def test_g_a_rollback_to_before_a_checkpoint(
     report = lab.verify("--since", str(checkpoint))
     assert not report["ok"]
     assert named(report, lab.item().id, "checkpoint_rollback")
+
+
+class ForgedApproval(ApprovalPolicy):
+    """An approval policy that needs no approval, under the real policy's version."""
+
+    def __init__(self, version: str, **rules: Any) -> None:
+        super().__init__(**rules)
+        self.__dict__["version"] = version  # what a forger writes into the proposal
+
+
+def test_a_forged_proposal_that_needs_no_approval(lab: SignedLab) -> None:
+    """A new item written with stopline's own core and a proposal that names the real
+    policy's version but needs no approval reaches approved with no person's command at all;
+    the worker, holding the automation's real policy, refuses to run it."""
+    now = utcnow()
+    with lab.store() as store:
+        real = store.policy("pay")
+        assert real is not None
+        rule = ApprovalRule(roles=("approver",), approvals=0, max_evidence_age=3600)
+        forged = replace(real, approval=ForgedApproval(real.approval.version, rules={"pay": rule}))
+        ctx = Context(now, forged)
+        found = decide(None, Discover("pay-forged", "pay", "forged"), ctx)
+        assert found.after is not None and store.insert(found)
+        item = store.claim("forger", now, 30.0, ["pay"])
+        assert item is not None and item.key == "forged"
+        evidence = {"account": "forged", "balance": 1}
+        observed = decide(item, Observe("forger", item.lease_token, evidence, now), ctx)
+        assert observed.after is not None and store.apply(observed)
+        item = store.claim("forger", now, 30.0, ["pay"])
+        assert item is not None and item.key == "forged"
+        params = {"amount": 1_000_000, "to": "forged"}
+        proposed = decide(item, Propose("forger", item.lease_token, "pay", "forged", params), ctx)
+        assert proposed.after is not None and store.apply(proposed)
+    forged_item = lab.item("forged")
+    assert forged_item.state.value == "approved"
+    assert forged_item.doc("proposal")["required_approvals"] == 0
+    lab.work()
+    assert lab.item("forged").state.value == "awaiting_approval"
+    with lab.store() as store:
+        assert "policy_changed" in store.history(forged_item.id)[-1].reasons
+    nothing_executed(lab)

@@ -107,8 +107,22 @@ def decide_approve(item: Item, command: Approve, ctx: Context) -> Decision:
 
 def policy_reasons(ctx: Context, proposal: Mapping[str, Any]) -> list[str]:
     """A proposal made under another approval policy needs a new proposal (``reinspect``):
-    approving it, or running it, under rules nobody approved would be neither."""
-    if ctx.policy is not None and proposal["policy_version"] not in ctx.policy.approval.versions:
+    approving it, or running it, under rules nobody approved would be neither. A proposal that
+    names the policy's version but asks less than its rule for the action (fewer approvals, say)
+    was not made by that policy: whoever can write the database wrote it."""
+    if ctx.policy is None:
+        return []
+    if proposal["policy_version"] not in ctx.policy.approval.versions:
+        return [Reason.POLICY_CHANGED]
+    rule = ctx.policy.approval.rule(str(proposal.get("action")))
+    asked = {
+        "required_roles": sorted(rule.roles),
+        "required_approvals": rule.approvals,
+        "max_evidence_age": rule.max_evidence_age,
+        "separation_of_duties": rule.separation_of_duties,
+        "returners_may_approve": rule.returners_may_approve,
+    }
+    if any(name in proposal and proposal[name] != value for name, value in asked.items()):
         return [Reason.POLICY_CHANGED]
     return []
 
