@@ -122,8 +122,10 @@ def policy_reasons(ctx: Context, proposal: Mapping[str, Any]) -> list[str]:
         "separation_of_duties": rule.separation_of_duties,
         "returners_may_approve": rule.returners_may_approve,
     }
-    if any(name in proposal and proposal[name] != value for name, value in asked.items()):
-        return [Reason.POLICY_CHANGED]
+    for name, value in asked.items():
+        held = proposal.get(name, value)  # a proposal from before a field existed omits it
+        if (list(held) if isinstance(held, list | tuple) else held) != value:
+            return [Reason.POLICY_CHANGED]
     return []
 
 
