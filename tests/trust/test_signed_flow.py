@@ -53,13 +53,23 @@ def test_two_signed_approvals_execute_once(lab: SignedLab, ssh_agent: RunningAge
 
 def test_without_a_key_a_person_command_is_refused(lab: SignedLab) -> None:
     """In signed mode a command with no key (and no agent) is refused signature_invalid and
-    writes nothing but the refusal; --key in unsigned mode is accepted and ignored."""
+    writes nothing but the refusal; a key in unsigned mode is accepted and not used, with a
+    note."""
     done = lab.cli(
         "approve", "pay/k1", "--proposal", lab.digest(), "--actor", "alice", "--json", ok=(3,)
     )
     assert '"signature_invalid"' in done.stdout
     assert lab.item().seq == 3  # discover, observe, propose
     unsigned = lab.cli(
-        "show", "pay/k1", signed=False, env={"STOPLINE_KEY": str(lab.key_path("alice"))}
+        "approve",
+        "pay/k1",
+        "--proposal",
+        lab.digest(),
+        "--actor",
+        "alice",
+        signed=False,
+        env={"STOPLINE_KEY": str(lab.key_path("alice"))},
+        ok=(3,),
     )
-    assert "mode: unsigned" in unsigned.stdout
+    assert "unsigned mode" in unsigned.stderr and "the key is not used" in unsigned.stderr
+    assert "actor_unknown" in unsigned.stdout  # decided as any unsigned command is
