@@ -38,6 +38,7 @@ from .core.commands import (
 from .core.decide import decide
 from .core.decision import Decision, Outcome, refused
 from .core.integrity import head_findings
+from .core.ledger import item_ledger_findings
 from .core.names import ACTOR, ROLE, InvalidName, check_name, lookalike
 from .core.policy import Policy
 from .core.reasons import Reason
@@ -45,6 +46,7 @@ from .core.records import Actor, Item
 from .core.registry import Registry
 from .core.states import State
 from .core.step import Context, bind_idempotency, idempotency_digest
+from .core.verify import verify_item
 from .runtime.commit import Commit, Committed, Writer, commit
 from .store import Store
 from .trust.authority import Authority, Trust, attestation_problems, token_problems
@@ -52,6 +54,9 @@ from .trust.checks import attest, binds_for, needed_roles
 from .trust.documents import TOKEN, sign
 from .trust.keys import Signer
 
+UNSIGNED_HINT = (
+    "signed mode: sign the command with the actor's key (--key PATH, STOPLINE_KEY or ssh-agent)"
+)
 IDEMPOTENT_REPLAY = "idempotent_replay"
 
 
@@ -78,6 +83,8 @@ class Controller:
     trust: Trust | None = field(default_factory=Trust.from_env)
     signer: Signer | None = None
     via: str | None = None
+    # what a refusal says when signed mode finds no key to sign with (the shell knows how)
+    unsigned_hint: str = UNSIGNED_HINT
 
     @property
     def signed_mode(self) -> bool:
@@ -158,9 +165,13 @@ class Controller:
         # table alone.
         head, legacy = self.store.head(item.id)
         findings = head_findings(item, head, legacy)
+        if actor is not None:  # a person's command: the whole history, against the ledger
+            history = self.store.history(item.id)
+            findings += [f for f in verify_item(item, history) if f not in findings]
+            findings += item_ledger_findings(item.id, history, self.store.item_ledger(item.id))
         fresh = self.store.get(item.id) if findings else None
         if fresh is not None and fresh.version != item.version:
-            return refused(item, [Reason.STALE_VERSION])  # written between the two reads
+            return refused(item, [Reason.STALE_VERSION])  # written between the reads
         registry = self.store.registry()
         actors = dict(registry.actors)
         if actor is not None:
@@ -199,10 +210,7 @@ class Controller:
         attestation = command.attestation
         if attestation is None:
             if self.signer is None:
-                return command, [
-                    "signed mode: sign the command with the actor's key (--key PATH, "
-                    "STOPLINE_KEY or ssh-agent)"
-                ]
+                return command, [self.unsigned_hint]
             held = actors.get(command.actor)
             roles = needed_roles(item, command, policy) & (held.roles if held else frozenset())
             proposal = item.doc("proposal") or {}
@@ -401,6 +409,10 @@ class Controller:
         if it breaks today's rules (an older registry may hold one); else it is checked. What
         is revoked is the actor the registry chain records (one found only in the table, as a
         hand-inserted row would be, is revoked as the table has it)."""
+        if self.trust is not None:
+            raise ActorError(
+                "signed mode: revoke the actor's keys (stopline keys revoke NAME --root ROOTKEY)"
+            )
         registry = {**self.store.actors(), **self.store.registry().actors}
         if name not in registry:
             name = _check_name(ACTOR, name)
@@ -421,38 +433,57 @@ class Controller:
 
     def new_token(self, name: str) -> str | None:
         """A fresh API token for an actor the registry chain records as active; only its hash
-        is stored."""
+        is stored. In signed mode the actor must hold a live certificate and sign the token's
+        issue (``signer``)."""
         name = _check_name(ACTOR, name)
+        if self.trust is not None:
+            return self._signed_token(name)
         actor = self.store.registry().actors.get(name)
         if actor is None or not actor.active:
             return None
         token = "stl_" + secrets.token_urlsafe(32)
+        self.store.add_token(name, hash_token(token), self.clock())
+        return token
+
+    def _signed_token(self, name: str) -> str | None:
         now = self.clock()
-        signed = None
-        if self.trust is not None:
-            # in signed mode a token authenticates only if its actor signed its issue
-            if self.signer is None:
-                raise ActorError("signed mode: sign the token's issue with the actor's key (--key)")
-            body = {"kind": TOKEN, "v": 1, "actor": name, "token": hash_token(token)}
-            signed = sign({**body, "at": format_time(now)}, self.signer).to_plain()
-            authority = self.authority()
-            assert authority is not None
-            problems = token_problems(
-                authority, signed, actor=name, token_hash=hash_token(token), now=now
+        authority = self.authority()
+        assert authority is not None
+        if name not in authority.actors(now):
+            return None
+        if self.signer is None:
+            raise ActorError(
+                "signed mode: sign the token's issue with the actor's key (--key PATH, "
+                "STOPLINE_KEY or ssh-agent)"
             )
-            if problems:
-                raise ActorError("; ".join(problems))
+        token = "stl_" + secrets.token_urlsafe(32)
+        body = {"kind": TOKEN, "v": 1, "actor": name, "token": hash_token(token)}
+        signed = sign({**body, "at": format_time(now)}, self.signer).to_plain()
+        problems = token_problems(
+            authority, signed, actor=name, token_hash=hash_token(token), now=now
+        )
+        if problems:
+            raise ActorError("; ".join(problems))
+        if name not in self.store.actors():
+            # the token table names an actor row; in signed mode that row holds no roles (the
+            # certificates do), it only lets the token be stored
+            self.store.set_actor(Actor(name, frozenset(), True), "add", {"roles": []}, now)
         self.store.add_token(name, hash_token(token), now, signed=signed)
         return token
 
     def authenticate(self, token: str) -> Actor | None:
         """The active actor a token was issued to, as the registry chain records both; a token
         or a role written into a table without its registry event authenticates nobody."""
-        name = self.store.token_actor(hash_token(token))
+        return self.authenticate_hash(hash_token(token))
+
+    def authenticate_hash(self, token_hash: str) -> Actor | None:
+        """:meth:`authenticate` for a token known by its hash (a web session keeps only that).
+        In signed mode the token's issue must carry the actor's live signature."""
+        name = self.store.token_actor(token_hash)
         if name is None:
             return None
         registry = self.store.registry()
-        issued = registry.tokens.get(hash_token(token))
+        issued = registry.tokens.get(token_hash)
         if not registry.ok or issued is None or issued.revoked or issued.actor != name:
             return None
         authority = self.authority(registry)
@@ -462,13 +493,11 @@ class Controller:
                 (
                     d.get("signed")
                     for change, d in registry.signed
-                    if change == "token_issue" and d.get("token") == hash_token(token)
+                    if change == "token_issue" and d.get("token") == token_hash
                 ),
                 None,
             )
-            problems = token_problems(
-                authority, signed, actor=name, token_hash=hash_token(token), now=now
-            )
+            problems = token_problems(authority, signed, actor=name, token_hash=token_hash, now=now)
             return None if problems else authority.actors(now).get(name)
         actor = registry.actors.get(name)
         return actor if actor is not None and actor.active else None

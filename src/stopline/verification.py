@@ -15,13 +15,15 @@ consistent by someone who recomputes every hash (see docs/security.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from .core.approval import rule_differences
 from .core.integrity import Finding, head_findings
 from .core.ledger import ledger_findings
 from .core.names import lookalikes, name_problem
-from .core.records import Event
+from .core.policy import Policy
+from .core.records import Event, Item
 from .core.states import State
 from .core.verify import (
     STATE_CLASS_MISMATCH,
@@ -34,6 +36,9 @@ from .trust.authority import Authority, Trust
 from .trust.checks import signature_findings
 
 NAME_INVALID = "name_invalid"
+PROPOSAL_RULE_MISMATCH = "proposal_rule_mismatch"
+LEASE_EXCESSIVE = "lease_excessive"
+LEASE_SLACK = 2  # a renewed lease ends at most one lease_seconds after its last renewal
 NAME_LOOKALIKE = "name_lookalike"
 
 
@@ -59,6 +64,42 @@ class Report:
         }
 
 
+def policy_findings(item: Item, policy: Policy | None, now: datetime) -> list[Finding]:
+    """What an item holds that its automation's registered policy never allows: a proposal
+    whose rule is not its action's rule, a lease far longer than the automation's."""
+    if policy is None:
+        return []
+    found = []
+    proposal = item.doc("proposal")
+    if proposal is not None and proposal.get("policy_version") in policy.approval.versions:
+        different = rule_differences(proposal, policy.approval.rule(str(proposal.get("action"))))
+        if different:
+            found.append(
+                Finding(
+                    "item",
+                    item.id,
+                    "proposal",
+                    PROPOSAL_RULE_MISMATCH,
+                    f"its rule differs from the policy's in {', '.join(different)}",
+                )
+            )
+    expires = item.lease_expires_at
+    if item.lease_owner is not None and expires is not None:
+        allowed = now + timedelta(seconds=policy.lease_seconds * LEASE_SLACK + 60)
+        if expires > allowed:
+            found.append(
+                Finding(
+                    "item",
+                    item.id,
+                    "lease",
+                    LEASE_EXCESSIVE,
+                    f"leased until {expires.isoformat()}, far beyond the automation's "
+                    f"{policy.lease_seconds:g} s lease",
+                )
+            )
+    return found
+
+
 def verify_store(store: Store, trust: Trust | None = None) -> Report:
     """Everything found wrong with ``store``; with ``trust`` (signed mode) also every signature
     the items' authority rests on and every signed registry document."""
@@ -66,6 +107,7 @@ def verify_store(store: Store, trust: Trust | None = None) -> Report:
     registry = store.registry()
     authority = None if trust is None else Authority.build(trust, registry.signed)
     now = datetime.now(UTC)
+    policies = {name: Policy.from_plain(r.policy) for name, r in registry.policies.items()}
     histories: dict[str, list[Event]] = {}
     legacy = store.legacy_seals()
     for item, events in store.iter_items_with_events():
@@ -81,6 +123,7 @@ def verify_store(store: Store, trust: Trust | None = None) -> Report:
         ]
         if authority is not None:
             report.findings += signature_findings(item, head, authority, now)
+        report.findings += policy_findings(item, policies.get(item.automation), now)
         problem = name_problem("automation", item.automation)
         if problem:
             report.findings.append(Finding("item", item.id, "automation", NAME_INVALID, problem))
@@ -100,6 +143,7 @@ def verify_store(store: Store, trust: Trust | None = None) -> Report:
                     f"state {state} is {expected}, the row says {stored_class}",
                 )
             )
+    # (the registry against the ledger is in registry.findings, below)
     report.findings += ledger_findings(store.ledger(), histories)
     report.findings += registry.findings
     if authority is not None:

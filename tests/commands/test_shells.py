@@ -43,6 +43,8 @@ ADMIN = {
     "serve",
     "check",
     "completion",
+    "keys",
+    "checkpoint",
 }
 COMMON = {"-h", "--help", "--db", "--json"}
 CLI = exposed(Shell.CLI)
@@ -62,7 +64,7 @@ def subcommands() -> dict[str, argparse.ArgumentParser]:
 def expected_flags(entry: Entry) -> set[str]:
     flags = COMMON | {f.cli_flag for f in entry.fields}
     flags |= {"--idempotency-key"} if entry.idempotent else set()
-    flags |= {"--actor"} if entry.takes_actor else set()
+    flags |= {"--actor", "--key"} if entry.takes_actor else set()  # --key: signed mode
     flags |= {"--app"} if entry.runner.needs_target else set()
     return flags
 

@@ -99,6 +99,7 @@ class ApprovalModel(RuleBasedStateMachine):
     # --- driving the item ----------------------------------------------------------------------
 
     def fresh_item(self) -> None:
+        self.returners = set()  # a new item answers nobody's return
         self.items += 1
         self.h = Harness(
             policy=self.policy, actors=self.actors, clock=self.clock, item_id=f"auto-{self.items}"

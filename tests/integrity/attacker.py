@@ -178,7 +178,7 @@ class Attacker:
         kind = ledger_kind(decision.event)
         if ledger and kind is not None:
             with self.transaction() as cur:
-                self.store._append_ledger(cur, kind, decision.event)
+                self.store._ledger_event(cur, kind, decision.event)
 
     # --- the registry ------------------------------------------------------------------------
 

@@ -314,8 +314,6 @@ def artifact_redirected(a: Attacker, base: Base) -> None:
     findings=(SEAL,),
     items=("note-done",),
     moves=(publish("note-done", "paul"),),
-    bug="stopline publish checks its rules on the stored record with no seal check, and "
-    "publishes the objects it names before the controller refuses the tampered record",
 )
 def artifact_redirected_published(a: Attacker, base: Base) -> None:
     artifact_redirected(a, base)
@@ -477,9 +475,8 @@ def final_event_dropped_head_rolled_back(a: Attacker, base: Base) -> None:
 
 @edit(
     "a lease written by hand: an owner nobody runs, expiring in a hundred years",
+    findings=(("item", "lease_excessive"),),
     items=("pay-approved",),
-    bug="the lease is not sealed and verify does not look at it, so a hand-written lease "
-    "keeps the item from ever running, and nothing reports it",
 )
 def lease_hijacked(a: Attacker, base: Base) -> None:
     a.sql(
@@ -507,8 +504,6 @@ def _forged_approval(a: Attacker, key: str, actor: str) -> Any:
     "an extra forged approve event (chain and seal right, not in the ledger)",
     findings=(("event", "event_unrecorded"),),
     items=("dual-half",),
-    bug="the guard before an acting call does not hold the item's history against the "
-    "ledger, so a forged approve event that verify reports is still executed",
 )
 def event_forged(a: Attacker, base: Base) -> None:
     a.write_decision(_forged_approval(a, "dual-half", "bob"), ledger=False)
@@ -518,8 +513,6 @@ def event_forged(a: Attacker, base: Base) -> None:
     "one item's chain re-hashed after its params changed, item row updated",
     findings=(("event", "event_rewritten"),),
     items=("pay-approved",),
-    bug="the guard does not hold the item's history against the ledger, so a re-hashed "
-    "chain that verify reports (event_rewritten) is still executed with the new params",
 )
 def chain_rehashed(a: Attacker, base: Base) -> None:
     item = a.item("vault/pay-approved")
@@ -542,9 +535,6 @@ def chain_rehashed(a: Attacker, base: Base) -> None:
 @edit(
     "a proposal rewritten to need no approval, the propose event re-hashed to end approved",
     items=("pay-waiting",),
-    bug="the ledger holds only creations and people's commands, so the worker's events "
-    "after them can be re-hashed unseen; and neither verify nor the guard holds a "
-    "proposal's required roles and approvals against its action's rule in the policy",
 )
 def proposal_rule_rewritten(a: Attacker, base: Base) -> None:
     item = a.item("vault/pay-waiting")
@@ -575,9 +565,6 @@ def proposal_rule_rewritten(a: Attacker, base: Base) -> None:
 @edit(
     "a completed payment restored from an older backup (row and history prefix)",
     items=("pay-done",),
-    bug="the ledger holds only creations and people's commands, so an item set back to "
-    "an older copy of itself (its worker events after the last person's command dropped) "
-    "is not seen, and the payment is executed again",
 )
 def restored_from_backup(a: Attacker, base: Base) -> None:
     backup = base.backups["pay-done@approved"]
@@ -592,8 +579,6 @@ def restored_from_backup(a: Attacker, base: Base) -> None:
     "a forged approved item: a real one's history cloned under a new key, all re-hashed",
     findings=(("item", "item_unrecorded"),),
     items=("pay-cloned",),
-    bug="the guard does not hold the item against the ledger, so an item whose creation "
-    "verify reports as unrecorded is still executed",
 )
 def item_cloned(a: Attacker, base: Base) -> None:
     source = a.item("vault/pay-approved")
@@ -681,8 +666,6 @@ def roles_laundered(a: Attacker, base: Base) -> None:
     "the publisher role added by UPDATE, then a publication",
     findings=(("actor", "registry_mismatch"),),
     moves=(publish("note-done", "dana"),),
-    bug="stopline publish checks its rules on the actors table and the stored record, with "
-    "no seal or registry check, and publishes on the target before the controller refuses",
 )
 def publisher_role_added(a: Attacker, base: Base) -> None:
     a.sql(
@@ -752,9 +735,8 @@ def registry_event_deleted(a: Attacker, base: Base) -> None:
 
 @edit(
     "the registry chain's last events (a revocation) deleted, the tables set back",
+    findings=(("registry", "history_cut"),),
     moves=(approve("pay-waiting", "rita"), RUN),
-    bug="nothing else in the database holds the registry chain's head (the ledger records no "
-    "registry event), so its last events can be cut off unseen and a revocation undone",
 )
 def registry_tail_dropped(a: Attacker, base: Base) -> None:
     revoke = a.rows("SELECT id FROM actor_events WHERE actor = 'rita' AND change = 'revoke'")[0]

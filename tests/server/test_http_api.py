@@ -57,6 +57,7 @@ def test_show_and_history(demo: Demo, live: Server) -> None:
             "roles": ["viewer"],
             "can_command": False,
             "read_only": False,
+            "mode": "unsigned",
         }
 
 

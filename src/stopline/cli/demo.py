@@ -19,8 +19,10 @@ from ..runtime.runner import run
 from ..runtime.scheduler import Scheduler
 from ..store import Store, database_url, open_store, redacted
 from ..store.sqlite import sqlite_path
+from ..trust.authority import TRUST_ROOT_ENV
 from ..views import next_commands, summary_view, why
 from . import render
+from .demo_signed import DemoKeys, prepare
 from .errors import UsageError
 
 APP = "stopline.examples.demo:app"
@@ -73,14 +75,31 @@ def _outcome(decision: Any) -> str:
     return f"{decision.outcome.value}: {decision.state.value if decision.state else '-'}"
 
 
-def _round_trips(controller: Controller, url: str, linger: float, say: Any) -> None:
+class People:
+    """Each person's controller (signed with their key in signed mode) and the --key flag
+    their commands take."""
+
+    def __init__(self, store: Store, keys: DemoKeys | None) -> None:
+        self.store, self.keys = store, keys
+
+    def controller(self, name: str) -> Controller:
+        return self.keys.controller(self.store, name) if self.keys else Controller(self.store)
+
+    def key(self, name: str) -> str:
+        return f" --key {self.keys.path(name)}" if self.keys else ""
+
+
+def _round_trips(controller: Controller, people: People, url: str, linger: float, say: Any) -> None:
     """An approval round-trip, then the first of two approvals, each as its decision says."""
     reply = controller.item("support-triage/msg-1041")
+    alice = people.controller("alice")
     if reply is not None and reply.state is State.AWAITING_APPROVAL:
         digest = reply.doc("proposal")["digest"]
         say("1. An approval round-trip, as alice would type it:")
-        say(f"   $ stopline approve {reply.id} --proposal {digest} --actor alice")
-        decision = controller.approve(reply.id, proposal=digest, actor="alice")
+        say(
+            f"   $ stopline approve {reply.id} --proposal {digest} --actor alice{people.key('alice')}"
+        )
+        decision = alice.approve(reply.id, proposal=digest, actor="alice")
         say(f"   -> {_outcome(decision)}")
         if decision.outcome is Outcome.APPLIED:
             run(app, url, once=True, linger=linger)
@@ -95,15 +114,19 @@ def _round_trips(controller: Controller, url: str, linger: float, say: Any) -> N
     if proposal["approvals"]:
         return
     digest, needed = proposal["digest"], proposal["required_approvals"]
-    decision = controller.approve(restart.id, proposal=digest, actor="alice")
+    decision = alice.approve(restart.id, proposal=digest, actor="alice")
     after = controller.item(restart.id)
     count = len(after.doc("proposal")["approvals"]) if after is not None else 0
     say(f"2. A restart needs {needed} distinct approvers:")
-    say(f"   $ stopline approve {restart.id} --proposal {digest} --actor alice")
+    say(
+        f"   $ stopline approve {restart.id} --proposal {digest} --actor alice{people.key('alice')}"
+    )
     say(f"   -> {_outcome(decision)} ({count} of {needed})")
     if decision.outcome is Outcome.APPLIED:
         say("   bob's approval would release it (paste, then run the workers):")
-        say(f"   $ stopline approve {restart.id} --proposal {digest} --actor bob")
+        say(
+            f"   $ stopline approve {restart.id} --proposal {digest} --actor bob{people.key('bob')}"
+        )
         say(f"   $ stopline run {APP} --once")
     say("")
 
@@ -129,17 +152,26 @@ def run_demo(args: argparse.Namespace, store: Store, out: Any) -> int:
             " are now. `stopline demo --fresh` starts over on a new file."
         )
         say("")
-    problems = _actor_problems(store)
+    keys = prepare(store) if getattr(args, "signed", False) else None
+    people = People(store, keys)
+    if keys:
+        say(
+            f"Signed mode: a scratch trust root and a key for each person in ./{keys.folder}/;"
+            " the root certified alice, bob (approver, operator), carol (operator), dana"
+            " (viewer), and every command below is signed with the person's key."
+        )
+        say("")
+    problems = [] if keys else _actor_problems(store)
     Scheduler(store, app).register()
     for problem in problems:
         say(f"note: {problem}; the demo leaves the approval steps out")
     if problems:
         say("")
-    controller = Controller(store)
+    controller = Controller(store, trust=keys.trust if keys else None)
     if not earlier:
         run(app, url, once=True, linger=args.linger)
         if not problems:
-            _round_trips(controller, url, args.linger, say)
+            _round_trips(controller, people, url, args.linger, say)
 
     items = sorted(store.list_items(), key=lambda i: (i.automation, i.key))
     rows = [(i.id, f"{i.automation}/{i.key}", i.state.value, why(i)) for i in items]
@@ -161,16 +193,20 @@ def run_demo(args: argparse.Namespace, store: Store, out: Any) -> int:
             )
         say(f"  to resume: {account['resume']['condition']}")
         say(
-            f'  $ stopline resume {exhausted[0].id} --actor carol --reason "endpoint fixed" --attempts 3'
+            f"  $ stopline resume {exhausted[0].id} --actor carol"
+            f' --reason "endpoint fixed" --attempts 3{people.key("carol")}'
         )
     digest_item = controller.item("weekly-digest/2026-W48")
     if digest_item is not None and digest_item.state in (State.COMPLETED, State.REVISION_COMPLETED):
-        keys = " ".join(f"--artifact {a['key']}" for a in digest_item.doc("artifacts"))
+        artifacts = " ".join(f"--artifact {a['key']}" for a in digest_item.doc("artifacts"))
         say("")
         say(
             "The two-article digest was delivered as drafts and read back. To revise both in place:"
         )
-        say(f'  $ stopline revise {digest_item.id} --actor carol --reason "clearer wording" {keys}')
+        say(
+            f"  $ stopline revise {digest_item.id} --actor carol"
+            f' --reason "clearer wording" {artifacts}{people.key("carol")}'
+        )
         say(f"  $ stopline run {APP} --once")
     say("")
     registered = store.actors()
@@ -185,6 +221,17 @@ def run_demo(args: argparse.Namespace, store: Store, out: Any) -> int:
     )
     if url != "sqlite:///stopline.db":
         say(f"Commands above need --db {url} (or export STOPLINE_DATABASE_URL={url}).")
+    if keys:
+        say(
+            "The commands above are checked against the trust root only where this host has it:"
+            f" export {TRUST_ROOT_ENV}=$PWD/{keys.path('root')}.pub"
+        )
+        say(
+            f"(each person's command takes --key {keys.folder}/NAME, or ssh-add"
+            f" {keys.folder}/NAME once and leave --key out; stopline keys list shows them)"
+        )
+    else:
+        say("To see the same approvals signed, run stopline demo --signed in a fresh folder.")
     out.doc(
         {
             "db": url,

@@ -21,6 +21,7 @@ from ..commands.table import exposed
 from ..controller import Controller
 from ..store import Store
 from .errors import UsageError
+from .signing import add_key_option, controller_for, host_trust
 
 if TYPE_CHECKING:
     from .main import Out
@@ -96,9 +97,12 @@ def handler(entry: Entry) -> Handler:
             problems.append(key_problem)
         if problems:
             raise UsageError("; ".join(problems))
-        controller = Controller(store)
-        options = RunOptions(key, getattr(args, "app", None))
         actor = getattr(args, "actor", None)
+        if entry.takes_actor:
+            controller = controller_for(store, args, actor)
+        else:
+            controller = Controller(store, trust=host_trust())
+        options = RunOptions(key, getattr(args, "app", None))
         done = perform(controller, entry, args.item, actor=actor, fields=fields, options=options)
         if done.problems:
             raise UsageError("; ".join(done.problems))
@@ -120,6 +124,7 @@ def add_item_commands(add: AddParser, keyed: argparse.ArgumentParser) -> None:
                 type=nonempty,
                 help="who acts (checked against the actor registry, not authenticated: see below)",
             )
+            add_key_option(p)
         for field in entry.fields:
             add_field(p, field)
         if entry.runner.needs_target:

@@ -28,14 +28,23 @@ from ..core.names import InvalidName, check_actor_name
 from ..core.reasons import Reason
 from ..core.states import State
 from ..store import ENV_URL, Store, StoreError, database_url, open_store
-from ..trust.authority import Trust
+from ..trust.authority import TrustError
 from ..verification import verify_store
 from ..views import event_view, item_view, next_commands, summary_view, why
 from . import completion, render
 from .check import add_check_command
+from .checkpoint import (
+    add_checkpoint_command,
+    add_since_option,
+    held_since,
+    refuse_if_behind,
+    since_text,
+)
 from .completion import SHELLS
 from .errors import UsageError
 from .item_commands import add_item_commands
+from .keys import add_keys_commands, certified_actors, run_offline
+from .signing import add_key_option, controller_for, host_trust, mode, mode_text
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REFUSED, EXIT_HOOKS = 0, 1, 2, 3, 4
 CONNECT_TIMEOUT = 5.0  # seconds: a database that does not answer by then is an error
@@ -131,7 +140,9 @@ def cmd_show(args: argparse.Namespace, store: Store, out: Out) -> int:
     hints = next_commands(item)
     if hints:
         text += "\nnext:\n  " + "\n  ".join(hints)
-    out.doc(view, text)
+    trust = host_trust()  # signed mode is the host's, never the database's
+    text += "\n" + mode_text(trust)
+    out.doc({**view, "mode": mode(trust)}, text)
     return EXIT_OK
 
 
@@ -158,10 +169,17 @@ def cmd_history(args: argparse.Namespace, store: Store, out: Out) -> int:
 
 
 def cmd_verify(args: argparse.Namespace, store: Store, out: Out) -> int:
-    report = verify_store(store, Trust.from_env())
+    trust = host_trust()
+    report = verify_store(store, trust)
+    since = held_since(args.since, store) if args.since else None
+    if since is not None:
+        report.findings += since.findings
     text = (
         f"{'ok' if report.ok else 'PROBLEMS'}: {report.items} items, {report.events} events checked"
+        f" ({mode(trust)} mode)"
     )
+    if since is not None:
+        text += "\n" + since_text(since)
     if report.findings:
         text += f"\n{len(report.findings)} findings:"
         text += "\n" + "\n".join(f"  {f.text()}" for f in report.findings)
@@ -193,7 +211,16 @@ def cmd_actors(args: argparse.Namespace, store: Store, out: Out) -> int:
 
 
 def _actors(args: argparse.Namespace, store: Store, out: Out) -> int:
-    controller = Controller(store)
+    trust = host_trust()
+    if trust is not None and args.actors_command in ("add", "revoke"):
+        raise UsageError(
+            f"signed mode: actors and roles come from certificates the trust root signed; use "
+            f"stopline keys {'certify' if args.actors_command == 'add' else 'revoke'} NAME ... "
+            "--root ROOTKEY"
+        )
+    if trust is not None and args.actors_command == "list":
+        return certified_actors(store, out, trust)
+    controller = Controller(store, trust=trust)
     if args.actors_command == "add":
         actor = controller.add_actor(args.name, args.role)
         out.doc(
@@ -236,7 +263,7 @@ def _actors(args: argparse.Namespace, store: Store, out: Out) -> int:
         )
         return EXIT_OK
     name = check_actor_name(args.name)
-    token = controller.new_token(name)
+    token = controller_for(store, args, name).new_token(name)
     if token is None:
         out.doc(
             {"decision": "refused", "reasons": ["actor_unknown"], "actor": name},
@@ -255,6 +282,18 @@ def cmd_run(args: argparse.Namespace, store: Store | None, out: Out) -> int:
 
     if args.workers < 1:
         raise UsageError("--workers must be at least 1")
+    behind = refuse_if_behind(args, store)
+    if behind:  # a rollback or rewrite before the checkpoint: no worker acts on it
+        out.doc(
+            {
+                "decision": "refused",
+                "reasons": [f.reason for f in behind],
+                "findings": [f.to_plain() for f in behind],
+            },
+            "refused: the database no longer holds what the checkpoint saw:\n"
+            + "\n".join(f"  {f.text()}" for f in behind),
+        )
+        return EXIT_REFUSED
     try:
         notify = NotifySettings.from_env()  # STOPLINE_WEBHOOKS and its companions
     except NotifySettingsError as exc:
@@ -378,6 +417,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="start over: move an existing demo database aside first (kept as *.bak-N)",
     )
+    p.add_argument(
+        "--signed",
+        action="store_true",
+        help="the same walk in signed mode: a scratch trust root and keys in ./stopline-demo-keys",
+    )
 
     p = add("run", cmd_run, "run workers and the scheduler for the automations in APP", opens=SELF)
     p.epilog = (
@@ -403,6 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--quiet", action="store_true", help="print nothing unless the automations' code failed"
     )
+    add_since_option(p, env=True)
 
     p = add("items", cmd_items, "list items")
     p.add_argument("--state", help="only items in this state")
@@ -417,6 +462,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("item", metavar="ITEM", help="item id or AUTOMATION/KEY")
 
     add_item_commands(add, keyed)
+    add_keys_commands(add, common)
+    add_checkpoint_command(add)
 
     p = add("actors", cmd_actors, "the actor registry")
     asub = p.add_subparsers(dest="actors_command", required=True, metavar="ACTION")
@@ -431,8 +478,10 @@ def build_parser() -> argparse.ArgumentParser:
         "token", help="print a new API token for an actor (shown once)", parents=[common]
     )
     a.add_argument("name")
+    add_key_option(a)
 
-    add("verify", cmd_verify, "replay the event log: hash chains and legal transitions")
+    p = add("verify", cmd_verify, "check the whole store: histories, seals, ledger, registry")
+    add_since_option(p)
     add("migrate", cmd_migrate, "create the database, or apply new schema migrations", opens=CREATE)
     add_check_command(add)
     p = add(
@@ -488,6 +537,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     out = Out(getattr(args, "json", False))
+    if getattr(args, "offline", False):  # needs no database (stopline keys create-root ...)
+        try:
+            return run_offline(args, out)
+        except UsageError as exc:
+            print(f"stopline: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    try:
+        host_trust()  # a malformed STOPLINE_TRUST_ROOT is exit 2 for every command, never unsigned
+    except UsageError as exc:
+        print(f"stopline: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         store = open_for(args)
     except StoreError as exc:
@@ -499,7 +559,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.fn(args, store, out)
         return code
-    except UsageError as exc:
+    except (UsageError, TrustError) as exc:  # TrustError: a malformed STOPLINE_TRUST_ROOT
         print(f"stopline: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except StoreError as exc:

@@ -80,7 +80,10 @@ def explanation_of(
     if item is not None:
         proposals = [p for p in (item.doc("proposal"), item.doc("previous_proposal")) if p]
     ctx = Context(controller.clock(), policy, store.actors())
-    return explain(Case(item, command, decision.reasons, ctx, ref, proposals))
+    found = explain(Case(item, command, decision.reasons, ctx, ref, proposals))
+    if decision.explanation:  # what the command layer found (signature, integrity): first
+        return Explanation((*decision.explanation, *found.sentences), found.details)
+    return found
 
 
 @dataclass(frozen=True)

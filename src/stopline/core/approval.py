@@ -10,6 +10,7 @@ from .canonical import digest, format_time, parse_time
 from .commands import Approve, Edit, Execute, Reject
 from .decision import Decision, refused, zero_write
 from .guard import recheck_failed
+from .policy import ApprovalRule
 from .reasons import Reason
 from .records import Item
 from .states import State
@@ -105,10 +106,47 @@ def decide_approve(item: Item, command: Approve, ctx: Context) -> Decision:
 
 def policy_reasons(ctx: Context, proposal: Mapping[str, Any]) -> list[str]:
     """A proposal made under another approval policy needs a new proposal (``reinspect``):
-    approving it, or running it, under rules nobody approved would be neither."""
-    if ctx.policy is not None and proposal["policy_version"] not in ctx.policy.approval.versions:
+    approving it, or running it, under rules nobody approved would be neither. So does one
+    whose rule (roles, count, evidence age, separation of duties) is not its action's rule in
+    the policy it names."""
+    if ctx.policy is None:
+        return []
+    if proposal["policy_version"] not in ctx.policy.approval.versions:
         return [Reason.POLICY_CHANGED]
+    if rule_differences(proposal, ctx.policy.approval.rule(str(proposal["action"]))):
+        return [Reason.POLICY_CHANGED]
+    rule = ctx.policy.approval.rule(str(proposal.get("action")))
+    asked = {
+        "required_roles": sorted(rule.roles),
+        "required_approvals": rule.approvals,
+        "max_evidence_age": rule.max_evidence_age,
+        "separation_of_duties": rule.separation_of_duties,
+        "returners_may_approve": rule.returners_may_approve,
+    }
+    for name, value in asked.items():
+        held = proposal.get(name, value)  # a proposal from before a field existed omits it
+        if (list(held) if isinstance(held, list | tuple) else held) != value:
+            return [Reason.POLICY_CHANGED]
     return []
+
+
+def rule_differences(proposal: Mapping[str, Any], rule: ApprovalRule) -> list[str]:
+    """The fields in which the rule a proposal records differs from its action's rule."""
+    recorded = {
+        "required_roles": sorted(proposal.get("required_roles", ())),
+        "required_approvals": proposal.get("required_approvals"),
+        "max_evidence_age": float(proposal.get("max_evidence_age", -1)),
+        "separation_of_duties": proposal.get("separation_of_duties"),
+        "returners_may_approve": bool(proposal.get("returners_may_approve", False)),
+    }
+    expected = {
+        "required_roles": sorted(rule.roles),
+        "required_approvals": rule.approvals,
+        "max_evidence_age": rule.max_evidence_age,
+        "separation_of_duties": rule.separation_of_duties,
+        "returners_may_approve": rule.returners_may_approve,
+    }
+    return [name for name in recorded if recorded[name] != expected[name]]
 
 
 def approver_gate(ctx: Context, actor: str) -> list[str]:

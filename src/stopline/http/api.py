@@ -195,6 +195,7 @@ async def me_endpoint(request: Request) -> Response:
             "roles": sorted(actor.roles),
             "can_command": may and not s.settings.read_only,
             "read_only": s.settings.read_only,
+            "mode": s.mode,
         }
     )
 

@@ -44,6 +44,11 @@ SCHEMAS: dict[str, Any] = {
             "item": NULLABLE_STR,
             "state": {"type": ["string", "null"], "enum": [*STATES, None]},
             "sequence": {"type": ["integer", "null"]},
+            "explanation": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "The specifics behind a reason (signature_invalid: why).",
+            },
         },
     },
     "Error": {
@@ -199,12 +204,17 @@ SCHEMAS: dict[str, Any] = {
     },
     "Me": {
         "type": "object",
-        "required": ["actor", "roles", "can_command", "read_only"],
+        "required": ["actor", "roles", "can_command", "read_only", "mode"],
         "properties": {
             "actor": {"type": "string"},
             "roles": {"type": "array", "items": {"type": "string"}},
             "can_command": {"type": "boolean"},
             "read_only": {"type": "boolean"},
+            "mode": {
+                "type": "string",
+                "enum": ["signed", "unsigned"],
+                "description": "signed: this server's host has a trust root (docs/security.md)",
+            },
         },
     },
 }

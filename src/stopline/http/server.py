@@ -15,6 +15,8 @@ import os
 import sys
 
 from ..store import StoreError, open_store
+from ..trust.authority import Trust, TrustError
+from .delegation import DelegationError, server_delegation
 from .settings import Settings, SettingsError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -32,6 +34,16 @@ def is_loopback(host: str) -> bool:
 def _fail(message: str) -> int:
     print(f"stopline serve: {message}", file=sys.stderr)
     return EXIT_USAGE
+
+
+def _check_delegation(url: str) -> None:
+    """Signed mode: a server key that is set must be certified to speak for people."""
+    trust = Trust.from_env()
+    store = open_store(url, migrate=False, check=False)
+    try:
+        server_delegation(store, trust)
+    finally:
+        store.close()
 
 
 def serve(args: argparse.Namespace, url: str) -> int:
@@ -61,6 +73,10 @@ def serve(args: argparse.Namespace, url: str) -> int:
             store.close()
     except StoreError as exc:
         return _fail(f"refusing to start: {exc}")
+    try:
+        _check_delegation(url)
+    except (DelegationError, TrustError) as exc:
+        return _fail(str(exc))
     if settings.base_url is None:
         settings = Settings(**{**settings.__dict__, "base_url": f"http://{host}:{port}"})
     app = create_app(url, settings=settings)

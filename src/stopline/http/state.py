@@ -11,7 +11,9 @@ from starlette.requests import Request
 from ..controller import Controller
 from ..core.records import Actor, Item
 from ..store import Store
+from ..trust.authority import Trust
 from .access import can_command, command_roles
+from .delegation import NO_SERVER_KEY, Delegation, server_delegation
 from .settings import Settings
 from .signing import Signer
 
@@ -24,11 +26,22 @@ class Shared:
     session_signer: Signer = field(init=False)
     csrf_signer: Signer = field(init=False)
 
+    delegation: Delegation | None = None  # signed mode: the server's key (default: from env)
+
     def __post_init__(self) -> None:
-        self.controller = Controller(self.store)
+        if self.delegation is None:
+            self.delegation = server_delegation(self.store, Trust.from_env())
+        d = self.delegation
+        self.controller = Controller(
+            self.store, trust=d.trust, signer=d.signer, via=d.via, unsigned_hint=NO_SERVER_KEY
+        )
         secret = self.settings.secret or secrets.token_hex(32)  # sessions end with the process
         self.session_signer = Signer(secret, "session")
         self.csrf_signer = Signer(secret, "csrf")
+
+    @property
+    def mode(self) -> str:
+        return "signed" if self.controller.signed_mode else "unsigned"
 
     def now(self) -> datetime:
         return self.controller.clock()

@@ -15,6 +15,7 @@ from ..core.artifacts import Artifact, field_diff
 from ..core.commands import Command, Observed, Publish, Reconcile
 from ..core.decision import Decision, Outcome
 from ..core.delivery_plan import artifact_records
+from ..core.policy import Policy
 from ..core.reasons import Reason
 from ..core.records import Item
 from ..store import Store
@@ -44,8 +45,12 @@ def target_for(commands: CommandLayer, automation: str, app_spec: str | None) ->
         found = load_app(app_spec).by_name().get(automation)
         if found is not None and found.target is not None:
             return found.target
-    policy = commands.store.policy(automation)
-    if policy is None or not policy.target:
+    # the target the registry chain recorded for the automation, never a table's alone
+    record = commands.store.registry().policies.get(automation)
+    if record is None:
+        return None
+    policy = Policy.from_plain(record.policy)
+    if not policy.target:
         return None
     try:
         return from_description(policy.target)

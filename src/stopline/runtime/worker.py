@@ -25,10 +25,12 @@ from ..clock import Clock, utcnow
 from ..core.commands import Command, Execute, Expire, Guard
 from ..core.decide import decide
 from ..core.decision import Decision, Outcome, refused
+from ..core.ledger import item_ledger_findings
 from ..core.policy import Policy
 from ..core.reasons import Reason
 from ..core.records import Actor, Item
 from ..core.step import Context
+from ..core.verify import verify_item
 from ..core.work import continue_claim
 from ..store import Store
 from ..store.errors import connection_errors
@@ -163,6 +165,12 @@ class Worker:
         head, legacy = self.store.head(item.id)
         registry = self.store.registry() if authority or self.trust is not None else None
         findings = list(registry.findings) if registry is not None else []
+        if authority:
+            # before acting: the whole history, held against the ledger (a history cut back
+            # to before an action, or rewritten and re-hashed, is never acted on)
+            history = self.store.history(item.id)
+            findings += verify_item(fresh, history)
+            findings += item_ledger_findings(item.id, history, self.store.item_ledger(item.id))
         actors = dict(registry.actors) if registry is not None else {}
         if self.trust is not None and registry is not None:
             signed = Authority.build(self.trust, registry.signed)

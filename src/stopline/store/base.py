@@ -14,7 +14,17 @@ from typing import Any
 from ..core.canonical import format_time, freeze, load_frozen, parse_time, storage_json
 from ..core.decision import Decision
 from ..core.integrity import item_seal
-from ..core.ledger import CREATE, LedgerEntry, entry, ledger_kind
+from ..core.ledger import (
+    CREATE,
+    REGISTRY,
+    REGISTRY_KIND,
+    LedgerEntry,
+    entry,
+    item_ledger_findings,
+    ledger_kind,
+    registry_against,
+    shard_of,
+)
 from ..core.policy import Policy
 from ..core.records import Actor, Event, Item
 from ..core.registry import (
@@ -124,6 +134,10 @@ class SQLStore(ABC):
         every item's creation and its people's events (grouped by item), a seal for each item
         whose last event carries none, and a registry event for each token and policy."""
         now = datetime.now(UTC)
+        cur.execute(self.q["list_actor_events"], {})
+        for position, row in enumerate(cur.fetchall(), start=1):
+            at = self._from_time(row["at"]) or now
+            self._append_ledger(cur, REGISTRY_KIND, REGISTRY, position, row["hash"], at)
         cur.execute(self.q["all_items"], {})
         items = [self._item(r) for r in cur.fetchall()]
         for item in sorted(items, key=lambda i: (i.created_at, i.id)):
@@ -132,7 +146,7 @@ class SQLStore(ABC):
             for event in events:
                 kind = ledger_kind(event)
                 if kind is not None:
-                    self._append_ledger(cur, kind, event)
+                    self._ledger_event(cur, kind, event)
             if events and "seal" not in events[-1].digests:
                 cur.execute(
                     self.q["insert_legacy_seal"],
@@ -345,24 +359,28 @@ class SQLStore(ABC):
     def insert(self, decision: Decision) -> bool:
         assert decision.after is not None and decision.event is not None
         with self._write() as cur:
-            cur.execute(self.q["lock_ledger"], {})
+            cur.execute(self.q["lock_ledger"], {"shard": shard_of(decision.after.id)})
             cur.execute(self.q["insert_item"], self._item_params(decision.after))
             if self._rowcount(cur) != 1:
                 return False
             cur.execute(self.q["insert_event"], self._event_params(decision.event))
-            self._append_ledger(cur, CREATE, decision.event)
+            self._ledger_event(cur, CREATE, decision.event)
         return True
 
-    def _append_ledger(self, cur: Any, kind: str, event: Event) -> None:
-        """Append one ledger entry (the caller holds the ledger lock in this transaction)."""
-        cur.execute(self.q["last_ledger"], {})
+    def _append_ledger(
+        self, cur: Any, kind: str, item_id: str, seq: int, event_hash: str, at: datetime
+    ) -> None:
+        """Append one ledger entry to the item's shard (the caller holds that shard's lock)."""
+        shard = shard_of(item_id)
+        cur.execute(self.q["last_ledger"], {"shard": shard})
         row = cur.fetchone()
         n = 1 if row is None else int(row["n"]) + 1
         prev = "" if row is None else str(row["hash"])
-        e = entry(n, event.at, kind, event.item_id, event.seq, event.hash, prev)
+        e = entry(shard, n, at, kind, item_id, seq, event_hash, prev)
         cur.execute(
             self.q["insert_ledger"],
             {
+                "shard": e.shard,
                 "n": e.n,
                 "at": self._time(e.at),
                 "kind": e.kind,
@@ -373,6 +391,9 @@ class SQLStore(ABC):
                 "hash": e.hash,
             },
         )
+
+    def _ledger_event(self, cur: Any, kind: str, event: Event) -> None:
+        self._append_ledger(cur, kind, event.item_id, event.seq, event.hash, event.at)
 
     def apply(
         self,
@@ -388,7 +409,7 @@ class SQLStore(ABC):
         try:
             with self._write() as cur:
                 if kind is not None:
-                    cur.execute(self.q["lock_ledger"], {})
+                    cur.execute(self.q["lock_ledger"], {"shard": shard_of(params["id"])})
                 cur.execute(self.q["update_item"], params)
                 if self._rowcount(cur) != 1:
                     raise _Stale()
@@ -396,7 +417,7 @@ class SQLStore(ABC):
                 if idempotency is not None:
                     self._insert_idempotency(cur, idempotency, params["id"], params["at"])
                 if kind is not None:
-                    self._append_ledger(cur, kind, decision.event)
+                    self._ledger_event(cur, kind, decision.event)
         except _Stale:
             return False
         except self.integrity_errors:
@@ -525,6 +546,7 @@ class SQLStore(ABC):
         cur.execute(self.q["last_actor_event"], {})
         row = cur.fetchone()
         prev = "" if row is None else row["hash"]
+        hashed = event_hash(now, subject, change, detail, prev)
         cur.execute(
             self.q["insert_actor_event"],
             {
@@ -533,9 +555,17 @@ class SQLStore(ABC):
                 "change": change,
                 "detail": self._json(detail),
                 "prev_hash": prev,
-                "hash": event_hash(now, subject, change, detail, prev),
+                "hash": hashed,
             },
         )
+        self._ledger_registry(cur, hashed, now)
+
+    def _ledger_registry(self, cur: Any, event_hash_: str, at: datetime) -> None:
+        """Record the registry event just appended (its position in the chain) in the ledger."""
+        cur.execute(self.q["count_actor_events"], {})
+        position = int(cur.fetchone()["n"])
+        cur.execute(self.q["lock_ledger"], {"shard": shard_of(REGISTRY)})
+        self._append_ledger(cur, REGISTRY_KIND, REGISTRY, position, event_hash_, at)
 
     def append_registry(
         self, subject: str, change: str, detail: Mapping[str, Any], now: datetime
@@ -590,6 +620,12 @@ class SQLStore(ABC):
             }
         found = fold(events)
         found.findings += compare(found, actors, tokens, policies)
+        # the chain against the ledger: a registry cut back (a revocation dropped) is seen
+        recorded = self.item_ledger(REGISTRY)
+        found.findings += registry_against([e.hash for e in events], [e for e, _ in recorded])
+        found.findings += [
+            f for f in item_ledger_findings(REGISTRY, [], recorded) if f.kind == "ledger"
+        ]
         return found
 
     def add_token(
@@ -632,19 +668,27 @@ class SQLStore(ABC):
     def ledger(self) -> list[LedgerEntry]:
         with self._read() as cur:
             cur.execute(self.q["list_ledger"], {})
-            return [
-                LedgerEntry(
-                    int(r["n"]),
-                    self._from_time(r["at"]) or datetime.min,
-                    r["kind"],
-                    r["item_id"],
-                    int(r["seq"]),
-                    r["event_hash"],
-                    r["prev_hash"],
-                    r["hash"],
-                )
-                for r in cur.fetchall()
-            ]
+            return [self._ledger_entry(r) for r in cur.fetchall()]
+
+    def _ledger_entry(self, row: Row) -> LedgerEntry:
+        return LedgerEntry(
+            int(row["shard"]),
+            int(row["n"]),
+            self._from_time(row["at"]) or datetime.min,
+            row["kind"],
+            row["item_id"],
+            int(row["seq"]),
+            row["event_hash"],
+            row["prev_hash"],
+            row["hash"],
+        )
+
+    def item_ledger(self, item_id: str) -> list[tuple[LedgerEntry, str | None]]:
+        """The item's ledger entries, each with the stored hash of the entry before it in its
+        shard (``None`` for none)."""
+        with self._read() as cur:
+            cur.execute(self.q["item_ledger"], {"id": item_id})
+            return [(self._ledger_entry(r), r["before_hash"]) for r in cur.fetchall()]
 
     def idempotency_records(self) -> list[dict[str, Any]]:
         with self._read() as cur:

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from ..core.canonical import format_time
 from ..core.names import check_actor_name, check_role
 from ..store import Store
-from .authority import CERTIFY, REVOKE_KEY
+from .authority import CERTIFY, REVOKE_KEY, Authority
 from .documents import CERTIFICATE, PURPOSES, REVOCATION, SIGN, VERSION, Signed, sign
 from .keys import PublicKey, Signer
 
@@ -58,3 +58,34 @@ def revoke(
     signed = sign(body, root)
     store.append_registry(name, REVOKE_KEY, signed.to_plain(), now)
     return signed
+
+
+class AdminError(ValueError):
+    """A registry change the trust root should not sign (nothing is written)."""
+
+
+def rotate(
+    store: Store,
+    root: Signer,
+    authority: Authority,
+    actor: str,
+    key: PublicKey,
+    *,
+    now: datetime,
+    valid_for: timedelta | None = None,
+) -> tuple[Signed, list[Signed]]:
+    """Certify ``key`` as ``actor``'s with the roles and purposes of its live keys, then revoke
+    each of those keys: the certificate first, so the actor is never without one."""
+    name = check_actor_name(actor)
+    old = [c for c in authority.of_actor(name) if c.live(now)]
+    if not old:
+        raise AdminError(f"{name} has no live certified key to rotate (stopline keys certify)")
+    if any(c.key == key for c in old):
+        raise AdminError(f"{key.fingerprint} is already {name}'s live key")
+    roles = sorted(set().union(*(c.roles for c in old)))
+    purposes = sorted(set().union(*(c.purposes for c in old)))
+    made = certify(
+        store, root, name, key, roles=roles, purposes=purposes, now=now, valid_for=valid_for
+    )
+    revoked = [revoke(store, root, name, key=c.key.fingerprint, now=now) for c in old]
+    return made, revoked

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..core.canonical import CanonicalError, parse_time
+from ..core.names import check_actor_name
 from ..core.records import Actor
 from .documents import (
     ATTESTATION,
@@ -81,20 +82,46 @@ class Trust:
 
 @dataclass(frozen=True)
 class Certified:
+    """One certificate of a key, as the trust root signed it, and when it stopped holding:
+    ``revoked_at`` (a root-signed revocation) or ``superseded_at`` (the root certified the same
+    key again, with other roles or purposes)."""
+
     actor: str
     key: PublicKey
     roles: frozenset[str]
     purposes: frozenset[str]
     issued_at: datetime
     expires_at: datetime | None
-    revoked: bool = False
+    revoked_at: datetime | None = None
+    superseded_at: datetime | None = None
+
+    @property
+    def revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    def valid_at(self, at: datetime) -> bool:
+        """Whether the certificate held at ``at`` (what a signature made then needed)."""
+        return (
+            self.issued_at <= at
+            and (self.expires_at is None or at < self.expires_at)
+            and (self.revoked_at is None or at < self.revoked_at)
+            and (self.superseded_at is None or at < self.superseded_at)
+        )
 
     def live(self, at: datetime) -> bool:
-        return (
-            not self.revoked
-            and self.issued_at <= at
-            and (self.expires_at is None or at < self.expires_at)
-        )
+        """Whether it holds at ``at`` and was never revoked (what acting now needs)."""
+        return not self.revoked and self.valid_at(at)
+
+    def status(self, now: datetime) -> str:
+        if self.revoked:
+            return "revoked"
+        if self.superseded_at is not None:
+            return "superseded"
+        if self.expires_at is not None and now >= self.expires_at:
+            return "expired"
+        if now < self.issued_at:
+            return "not yet valid"
+        return "live"
 
 
 @dataclass
@@ -102,7 +129,8 @@ class Authority:
     """What a host in signed mode believes, from the registry's signed documents."""
 
     trust: Trust
-    certificates: dict[str, Certified] = field(default_factory=dict)  # by key fingerprint
+    certificates: dict[str, Certified] = field(default_factory=dict)  # latest, by fingerprint
+    history: list[Certified] = field(default_factory=list)  # every certificate, in chain order
     problems: list[str] = field(default_factory=list)
 
     @classmethod
@@ -119,7 +147,9 @@ class Authority:
                 authority.problems.append(f"{change}: {exc}")
                 continue
             if not signed.valid() or signed.public_key.fingerprint not in trust.fingerprints:
-                authority.problems.append(f"{change}: not signed by a trust root key")
+                authority.problems.append(
+                    f"{change} of {_subject(signed)}: not signed by a trust root key"
+                )
                 continue
             try:
                 if change == CERTIFY and signed.kind == CERTIFICATE:
@@ -132,31 +162,36 @@ class Authority:
                 authority.problems.append(f"{change}: malformed {signed.kind}: {exc}")
         return authority
 
+    def _replace(self, old: Certified, new: Certified) -> None:
+        self.history[self.history.index(old)] = new
+        if self.certificates.get(new.key.fingerprint) is old:
+            self.certificates[new.key.fingerprint] = new
+
     def _certify(self, body: Mapping[str, Any]) -> None:
         key = PublicKey.parse(str(body["key"]))
         expires = body.get("expires_at")
-        self.certificates[key.fingerprint] = Certified(
-            actor=str(body["actor"]),
+        cert = Certified(
+            actor=check_actor_name(str(body["actor"])),
             key=key,
-            roles=frozenset(body.get("roles", ())),
-            purposes=frozenset(body.get("purposes", (SIGN,))),
+            roles=frozenset(str(r) for r in body.get("roles", ())),
+            purposes=frozenset(str(p) for p in body.get("purposes", (SIGN,))),
             issued_at=parse_time(str(body["issued_at"])),
             expires_at=None if expires is None else parse_time(str(expires)),
         )
+        previous = self.certificates.get(key.fingerprint)
+        if previous is not None and previous.superseded_at is None:
+            self._replace(previous, replace(previous, superseded_at=cert.issued_at))
+        self.history.append(cert)
+        self.certificates[key.fingerprint] = cert
 
     def _revoke(self, body: Mapping[str, Any]) -> None:
         actor, fingerprint = str(body["actor"]), body.get("key")
-        for fp, cert in list(self.certificates.items()):
-            if cert.actor == actor and (fingerprint is None or fp == fingerprint):
-                self.certificates[fp] = Certified(
-                    cert.actor,
-                    cert.key,
-                    cert.roles,
-                    cert.purposes,
-                    cert.issued_at,
-                    cert.expires_at,
-                    revoked=True,
-                )
+        at = parse_time(str(body["at"]))
+        for cert in list(self.history):
+            if cert.actor != actor or cert.revoked:
+                continue
+            if fingerprint is None or cert.key.fingerprint == fingerprint:
+                self._replace(cert, replace(cert, revoked_at=at))
 
     def actors(self, now: datetime) -> dict[str, Actor]:
         """Every actor with a live signing certificate, holding exactly its certified roles."""
@@ -166,30 +201,70 @@ class Authority:
                 roles.setdefault(cert.actor, set()).update(cert.roles)
         return {name: Actor(name, frozenset(r), True) for name, r in roles.items()}
 
+    def roles_at(self, actor: str, at: datetime) -> frozenset[str]:
+        """The roles ``actor``'s signing certificates gave at ``at`` (revoked or not since)."""
+        held: set[str] = set()
+        for cert in self.history:
+            if cert.actor == actor and SIGN in cert.purposes and cert.valid_at(at):
+                held |= cert.roles
+        return frozenset(held)
+
     def certificate(self, key: PublicKey) -> Certified | None:
+        """The latest certificate of ``key``."""
         return self.certificates.get(key.fingerprint)
 
+    def certificate_at(self, key: PublicKey, at: datetime) -> Certified | None:
+        """The certificate of ``key`` that held at ``at``."""
+        for cert in reversed(self.history):
+            if cert.key.fingerprint == key.fingerprint and cert.valid_at(at):
+                return cert
+        return None
+
+    def of_actor(self, actor: str) -> list[Certified]:
+        """The latest certificate of each key ever certified to ``actor``."""
+        return [c for c in self.certificates.values() if c.actor == actor]
+
     def signer_problems(
-        self, signed: Signed, *, actor: str, at: datetime, now: datetime, purpose: str = SIGN
+        self,
+        signed: Signed,
+        *,
+        actor: str,
+        at: datetime,
+        now: datetime,
+        purpose: str = SIGN,
+        live: bool = True,
     ) -> list[str]:
-        """Why ``signed`` is not a live signature of ``actor`` (or of a server certified to
-        speak for actors) made at ``at``; empty when it is."""
+        """Why ``signed`` is not a signature of ``actor`` (or of a server certified to speak
+        for actors) made at ``at``; empty when it is. ``live``: the key must also hold now and
+        never have been revoked (before acting); otherwise it must have held at ``at`` (a
+        record of the past, whose key may have been rotated since)."""
         if not signed.valid():
             return ["the signature does not verify"]
-        cert = self.certificate(signed.public_key)
-        if cert is None:
+        latest = self.certificate(signed.public_key)
+        if latest is None:
             return [f"key {signed.public_key.fingerprint} is not certified by the trust root"]
         problems = []
-        if cert.revoked:
-            problems.append(f"key {cert.key.fingerprint} of {cert.actor} was revoked")
-        elif not cert.live(at) or not cert.live(now):
-            problems.append(f"key {cert.key.fingerprint} of {cert.actor} is not valid now")
+        if live:
+            cert = latest
+            if latest.revoked:
+                problems.append(f"key {latest.key.fingerprint} of {latest.actor} was revoked")
+            elif not latest.live(at) or not latest.live(now):
+                problems.append(f"key {latest.key.fingerprint} of {latest.actor} is not valid now")
+        else:
+            held = self.certificate_at(signed.public_key, at)
+            if held is None:
+                return [f"key {latest.key.fingerprint} of {latest.actor} did not hold at {at}"]
+            cert = held
         if cert.actor == actor:
             if purpose not in cert.purposes:
                 problems.append(f"{cert.actor}'s key is not certified for {purpose}")
         elif SPEAK_FOR not in cert.purposes or signed.body.get("via") != cert.actor:
             problems.append(f"signed by {cert.actor}, who may not speak for {actor}")
         return problems
+
+
+def _subject(signed: Signed) -> str:
+    return str(signed.body.get("actor", "?"))
 
 
 def attestation_problems(
@@ -202,9 +277,11 @@ def attestation_problems(
     binds: Mapping[str, Any],
     now: datetime,
     roles: Sequence[str] = (),
+    live: bool = True,
 ) -> list[str]:
     """Why ``signed`` does not authorise ``actor``'s ``command`` on ``item`` bound to ``binds``
-    (each key of ``binds`` must be in the attestation with that value); empty when it does."""
+    (each key of ``binds`` must be in the attestation with that value); empty when it does.
+    ``live``: as :meth:`Authority.signer_problems` (the key must hold now, to act on it)."""
     if signed is None:
         return [f"{actor}'s {command} carries no signature"]
     try:
@@ -226,9 +303,13 @@ def attestation_problems(
         at = parse_time(str(body.get("at")))
     except (ValueError, CanonicalError):
         return [*problems, "it has no valid time"]
-    problems += authority.signer_problems(doc, actor=actor, at=at, now=now)
-    held = authority.actors(now).get(actor)
-    missing = set(roles) - (set(held.roles) if held else set())
+    problems += authority.signer_problems(doc, actor=actor, at=at, now=now, live=live)
+    if live:
+        held = authority.actors(now).get(actor)
+        holds = held.roles if held is not None else frozenset()
+    else:
+        holds = authority.roles_at(actor, at)
+    missing = set(roles) - holds
     if missing:
         problems.append(f"{actor} is not certified for {', '.join(sorted(missing))}")
     return problems
@@ -254,12 +335,21 @@ def token_problems(
     return problems + authority.signer_problems(doc, actor=actor, at=at, now=now)
 
 
-def checkpoint_signer_problems(authority: Authority, doc: Signed, now: datetime) -> list[str]:
+def checkpoint_signer_problems(authority: Authority, doc: Signed) -> list[str]:
+    """Why ``doc`` is not a checkpoint signed by a trust root key, or by a key certified for
+    checkpoints when the checkpoint was taken (the key may have been rotated since)."""
     if not doc.valid():
         return ["the signature does not verify"]
     if doc.public_key.fingerprint in authority.trust.fingerprints:
         return []
-    cert = authority.certificate(doc.public_key)
+    try:
+        at = parse_time(str(doc.body.get("at")))
+    except (ValueError, CanonicalError):
+        return ["the checkpoint has no valid time"]
+    cert = authority.certificate_at(doc.public_key, at)
     if cert is None or CHECKPOINT_PURPOSE not in cert.purposes:
-        return ["not signed by a trust root key or a key certified for checkpoints"]
-    return [] if not cert.revoked else ["the checkpoint key was revoked"]
+        return [
+            f"key {doc.public_key.fingerprint} is neither a trust root key nor certified for "
+            "checkpoints when the checkpoint was taken"
+        ]
+    return []

@@ -10,6 +10,11 @@ Before an acting call (and on every fresh claim) a worker checks, for the item i
   the approval counts under.
 
 Each failure is a finding ``signature_invalid``; the core stops the item (``core/guard.py``).
+
+For an item in a work state (it may act) every key must hold now and never have been revoked.
+For any other item the signatures are a record of the past: each key must have held when it
+signed, so ``stopline verify`` stays clean after a key is rotated or expires, and still names a
+signature that never verified, a key the root never certified, or a record bound elsewhere.
 """
 
 from __future__ import annotations
@@ -83,6 +88,7 @@ def signature_findings(
     item: Item, head: Event | None, authority: Authority, now: datetime
 ) -> list[Finding]:
     found: list[Finding] = []
+    live = item.state.is_work  # it may act: every key must hold now
 
     def add(field: str, problems: list[str]) -> None:
         if problems:
@@ -109,6 +115,7 @@ def signature_findings(
                 actor=str(release.get("actor", "")),
                 binds=binds,
                 now=now,
+                live=live,
             ),
         )
     elif (
@@ -132,6 +139,7 @@ def signature_findings(
                     binds={"proposal": proposal.get("digest")},
                     now=now,
                     roles=[role] if role else (),
+                    live=live,
                 ),
             )
     return found

@@ -40,6 +40,8 @@ class Visit:
             via=self.via,
             read_only=self.s.settings.read_only,
             proxy_header=self.s.settings.trust_proxy_header,
+            mode=self.s.mode,
+            speaks_as=self.s.controller.via,
             **ctx,
         )
         response = HTMLResponse(html, status_code=status)

@@ -77,6 +77,10 @@ def proxy_actor(request: Request, s: Shared) -> Actor | None:
     name = request.headers.get(header)
     if not name:
         return None
+    if s.controller.signed_mode:  # the certified actors, never the actors table
+        authority = s.controller.authority()
+        assert authority is not None
+        return authority.actors(s.now()).get(name.strip())
     actor = s.store.actors().get(name.strip())
     return actor if actor is not None and actor.active else None
 
@@ -86,6 +90,9 @@ def identity(request: Request, s: Shared, session: Session) -> tuple[Actor | Non
     by_proxy = proxy_actor(request, s)
     if by_proxy is not None:
         return by_proxy, "proxy"
+    if session.token_hash and s.controller.signed_mode:
+        signed_in = s.controller.authenticate_hash(session.token_hash)
+        return (signed_in, "token") if signed_in is not None else (None, "")
     if session.token_hash:
         name = s.store.token_actor(session.token_hash)
         actor = s.store.actors().get(name) if name else None

@@ -1,16 +1,19 @@
 -- Integrity (stopline.core.integrity, .ledger, .registry). The same tables as on SQLite.
--- The ledger: one hash chain across the store, of every item's creation and every event of a
--- person's command, so a deleted item or a rewritten history is found by `stopline verify`.
--- Appends take the advisory lock 'stopline.ledger' (see lock_ledger in queries.sql).
+-- The ledger (stopline.core.ledger): SHARDS independent hash chains, of every item's creation,
+-- every event of a person's command, every milestone of acting and every registry event, so a
+-- deleted item, a history cut back or rewritten, or a registry cut back is found. Appends to a
+-- shard take the advisory lock ('stopline.ledger', shard): see lock_ledger in queries.sql.
 CREATE TABLE ledger (
-    n           bigint PRIMARY KEY,
+    shard       integer NOT NULL,
+    n           bigint NOT NULL,
     at          timestamptz NOT NULL,
-    kind        text NOT NULL CHECK (kind IN ('create', 'authority')),
+    kind        text NOT NULL CHECK (kind IN ('create', 'authority', 'milestone', 'registry')),
     item_id     text COLLATE "C" NOT NULL,
     seq         bigint NOT NULL,
     event_hash  text NOT NULL,
     prev_hash   text NOT NULL,
     hash        text NOT NULL,
+    PRIMARY KEY (shard, n),
     UNIQUE (item_id, seq)
 );
 

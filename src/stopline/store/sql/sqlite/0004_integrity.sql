@@ -1,15 +1,18 @@
 -- Integrity (stopline.core.integrity, .ledger, .registry).
--- The ledger: one hash chain across the store, of every item's creation and every event of a
--- person's command, so a deleted item or a rewritten history is found by `stopline verify`.
+-- The ledger (stopline.core.ledger): SHARDS independent hash chains, of every item's creation,
+-- every event of a person's command, every milestone of acting and every registry event, so a
+-- deleted item, a history cut back or rewritten, or a registry cut back is found.
 CREATE TABLE ledger (
-    n           INTEGER PRIMARY KEY,
+    shard       INTEGER NOT NULL,
+    n           INTEGER NOT NULL,
     at          TEXT NOT NULL,
-    kind        TEXT NOT NULL CHECK (kind IN ('create', 'authority')),
+    kind        TEXT NOT NULL CHECK (kind IN ('create', 'authority', 'milestone', 'registry')),
     item_id     TEXT NOT NULL,
     seq         INTEGER NOT NULL,
     event_hash  TEXT NOT NULL,
     prev_hash   TEXT NOT NULL,
     hash        TEXT NOT NULL,
+    PRIMARY KEY (shard, n),
     UNIQUE (item_id, seq)
 );
 

@@ -184,18 +184,27 @@ LEFT JOIN legacy_seals l ON l.item_id = e.item_id AND l.head = e.hash
 WHERE e.item_id = :id ORDER BY e.seq DESC LIMIT 1;
 
 -- name: lock_ledger
--- Serialises ledger appends (the first statement of a transaction that appends).
-SELECT 1;
+-- Serialises the appends to one shard of the ledger (SQLite's write lock already does).
+SELECT 1 WHERE :shard IS NOT NULL;
 
 -- name: last_ledger
-SELECT n, hash FROM ledger ORDER BY n DESC LIMIT 1;
+SELECT n, hash FROM ledger WHERE shard = :shard ORDER BY n DESC LIMIT 1;
 
 -- name: insert_ledger
-INSERT INTO ledger (n, at, kind, item_id, seq, event_hash, prev_hash, hash)
-VALUES (:n, :at, :kind, :item_id, :seq, :event_hash, :prev_hash, :hash);
+INSERT INTO ledger (shard, n, at, kind, item_id, seq, event_hash, prev_hash, hash)
+VALUES (:shard, :n, :at, :kind, :item_id, :seq, :event_hash, :prev_hash, :hash);
 
 -- name: list_ledger
-SELECT * FROM ledger ORDER BY n;
+SELECT * FROM ledger ORDER BY shard, n;
+
+-- name: item_ledger
+-- One item's entries, each with the hash of the entry before it in its shard (as stored).
+SELECT l.*, p.hash AS before_hash FROM ledger l
+LEFT JOIN ledger p ON p.shard = l.shard AND p.n = l.n - 1
+WHERE l.item_id = :id ORDER BY l.shard, l.n;
+
+-- name: count_actor_events
+SELECT COUNT(*) AS n FROM actor_events;
 
 -- name: lock_registry
 -- Serialises registry appends (actors, tokens, policies): the chain never forks.

@@ -1,0 +1,172 @@
+"""What a host in signed mode believes (stopline.trust.authority): certificates with their
+history, and a signature judged live (before acting) or as of when it was made (a record)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from helpers import T0
+from stopline.core.canonical import format_time
+from stopline.trust.authority import CERTIFY, REVOKE_KEY, Authority, Trust
+from stopline.trust.documents import (
+    ATTESTATION,
+    CERTIFICATE,
+    REVOCATION,
+    SIGN,
+    SPEAK_FOR,
+    Signed,
+    sign,
+)
+from stopline.trust.keys import KeySigner
+
+from .signedlab import SignedLab
+
+ROOT, ALICE, OTHER = KeySigner.generate(), KeySigner.generate(), KeySigner.generate()
+TRUST = Trust((ROOT.public_key,))
+HOUR = timedelta(hours=1)
+
+
+def certificate(
+    actor: str,
+    key: KeySigner,
+    at: Any,
+    roles: tuple[str, ...] = ("approver",),
+    purposes: tuple[str, ...] = (SIGN,),
+    expires: Any = None,
+    by: KeySigner = ROOT,
+) -> tuple[str, dict[str, Any]]:
+    body = {
+        "kind": CERTIFICATE,
+        "v": 1,
+        "actor": actor,
+        "key": key.public_key.line,
+        "fingerprint": key.public_key.fingerprint,
+        "roles": list(roles),
+        "purposes": list(purposes),
+        "issued_at": format_time(at),
+        "expires_at": None if expires is None else format_time(expires),
+    }
+    return CERTIFY, sign(body, by).to_plain()
+
+
+def revocation(actor: str, at: Any, key: str | None = None, by: KeySigner = ROOT) -> Any:
+    body = {"kind": REVOCATION, "v": 1, "actor": actor, "key": key, "at": format_time(at)}
+    return REVOKE_KEY, sign(body, by).to_plain()
+
+
+def signed_at(at: Any, key: KeySigner = ALICE, **more: Any) -> Signed:
+    return sign({"kind": ATTESTATION, "actor": "alice", "at": format_time(at), **more}, key)
+
+
+def test_a_revoked_key_cannot_act_but_its_past_signatures_stand() -> None:
+    """Before acting a key must be live and never revoked; a record signed before the
+    revocation still verifies as a record, one signed after it does not."""
+    authority = Authority.build(
+        TRUST, [certificate("alice", ALICE, T0), revocation("alice", T0 + 2 * HOUR)]
+    )
+    before, after = signed_at(T0 + HOUR), signed_at(T0 + 3 * HOUR)
+    now = T0 + 4 * HOUR
+    live = authority.signer_problems(before, actor="alice", at=T0 + HOUR, now=now)
+    assert live and "revoked" in live[0]
+    assert authority.signer_problems(before, actor="alice", at=T0 + HOUR, now=now, live=False) == []
+    late = authority.signer_problems(after, actor="alice", at=T0 + 3 * HOUR, now=now, live=False)
+    assert late and "did not hold" in late[0]
+    assert authority.actors(now) == {}
+
+
+def test_certifying_a_key_again_supersedes_its_roles() -> None:
+    """A new certificate of the same key replaces its roles from then on; what it held before
+    stays what it held."""
+    authority = Authority.build(
+        TRUST,
+        [
+            certificate("alice", ALICE, T0, roles=("approver",)),
+            certificate("alice", ALICE, T0 + HOUR, roles=("viewer",)),
+        ],
+    )
+    assert authority.roles_at("alice", T0 + timedelta(minutes=30)) == {"approver"}
+    assert authority.roles_at("alice", T0 + 2 * HOUR) == {"viewer"}
+    assert authority.actors(T0 + 2 * HOUR)["alice"].roles == {"viewer"}
+    assert [c.status(T0 + 2 * HOUR) for c in authority.history] == ["superseded", "live"]
+
+
+def test_an_expired_certificate() -> None:
+    """An expired key cannot act; what it signed while valid stands as a record."""
+    authority = Authority.build(TRUST, [certificate("alice", ALICE, T0, expires=T0 + HOUR)])
+    made = signed_at(T0 + timedelta(minutes=5))
+    later = T0 + 2 * HOUR
+    assert (
+        "not valid now"
+        in authority.signer_problems(made, actor="alice", at=T0 + timedelta(minutes=5), now=later)[
+            0
+        ]
+    )
+    assert (
+        authority.signer_problems(
+            made, actor="alice", at=T0 + timedelta(minutes=5), now=later, live=False
+        )
+        == []
+    )
+    assert authority.certificates[ALICE.public_key.fingerprint].status(later) == "expired"
+
+
+def test_documents_not_signed_by_the_root_give_no_authority() -> None:
+    """A certificate or revocation signed by another key, or altered after signing, is listed
+    as a problem and changes nothing."""
+    forged_cert = certificate("mallory", OTHER, T0, by=OTHER)
+    altered = certificate("alice", ALICE, T0)
+    altered[1]["body"]["roles"] = ["approver", "operator"]
+    forged_revocation = revocation("bob", T0 + HOUR, by=OTHER)
+    authority = Authority.build(
+        TRUST, [certificate("bob", OTHER, T0), forged_cert, altered, forged_revocation]
+    )
+    assert set(authority.actors(T0 + 2 * HOUR)) == {"bob"}
+    assert len(authority.problems) == 3
+    assert all("not signed by a trust root key" in p for p in authority.problems)
+
+
+def test_a_server_speaks_only_for_others_when_certified_to() -> None:
+    """A signature by another actor's key counts only from a key certified speak_for that
+    names itself as via."""
+    server = KeySigner.generate()
+    authority = Authority.build(
+        TRUST,
+        [
+            certificate("alice", ALICE, T0),
+            certificate("server.web-1", server, T0, roles=(), purposes=(SPEAK_FOR,)),
+            certificate("bob", OTHER, T0),
+        ],
+    )
+    now = T0 + HOUR
+    via = signed_at(now, server, via="server.web-1")
+    assert authority.signer_problems(via, actor="alice", at=now, now=now) == []
+    no_via = signed_at(now, server)
+    assert (
+        "may not speak for alice"
+        in authority.signer_problems(no_via, actor="alice", at=now, now=now)[0]
+    )
+    by_bob = signed_at(now, OTHER, via="bob")
+    assert (
+        "may not speak for alice"
+        in authority.signer_problems(by_bob, actor="alice", at=now, now=now)[0]
+    )
+
+
+def test_rotating_a_key_keeps_verify_clean_for_what_it_signed(tmp_path: Path) -> None:
+    """A payment alice and bob signed ran; after alice's key is rotated, verify in signed mode
+    still finds every signature good (each key held when it signed)."""
+    lab = SignedLab(tmp_path, f"sqlite:///{tmp_path / 'stopline.db'}")
+    lab.certify_people()
+    lab.work()
+    with lab.store() as store:
+        for who in ("alice", "bob"):
+            lab.controller(store, who).approve(lab.item().id, proposal=lab.digest(), actor=who)
+    lab.work()
+    assert lab.item().state.value == "completed"
+    new = tmp_path / "alice-2"
+    lab.cli("keys", "generate", "--out", str(new))
+    lab.cli("keys", "rotate", "alice", "--key", f"{new}.pub", "--root", str(lab.key_path("root")))
+    report = lab.verify()
+    assert report["ok"], report["problems"]
