@@ -19,7 +19,7 @@ import rfc8785
 
 CLI = [sys.executable, "-m", "stopline.cli.main"]
 # Shown with the proposal but not covered by its digest (docs/records.md, "What each digest covers").
-VIEW_ONLY = ("digest", "approvals", "covers", "approvals_text")
+VIEW_ONLY = ("digest", "approvals", "covers", "approvals_text", "outlook")
 # Floats whose RFC 8785 form differs from Python's repr, and keys whose UTF-16 order differs
 # from code-point order: U+1F600 sorts before U+FB33 in RFC 8785, after it by code point.
 EDITED_PARAMS = {

@@ -173,7 +173,8 @@ def test_a_protected_key_points_to_ssh_agent(keylab: SignedLab) -> None:
     subprocess.run(
         ["ssh-keygen", "-q", "-t", "ed25519", "-N", "secret words", "-f", str(path)], check=True
     )
+    keylab.cli("migrate")
     done = keylab.cli(
-        "approve", "x", "--proposal", "d", "--actor", "alice", "--key", str(path), ok=(2,)
+        "approve", "x", "--proposal", "d" * 64, "--actor", "alice", "--key", str(path), ok=(2,)
     )
     assert "ssh-add" in done.stderr

@@ -515,7 +515,10 @@ def open_for(args: argparse.Namespace) -> Store | None:
     opens = args.opens
     if opens in (NONE, SELF):
         return None
-    if args.command == "actors" and args.actors_command == "add":
+    registering = (args.command == "actors" and args.actors_command == "add") or (
+        args.command == "keys" and args.keys_command in ("certify", "rotate")
+    )
+    if registering:
         opens = CREATE  # registering people may come before the first run
     url = database_url(args.db)
     if opens == CREATE:
