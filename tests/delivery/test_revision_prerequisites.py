@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from helpers import count, dump
+from helpers import dump
 from stopline.cli.main import main
 from stopline.runtime.runner import run
 from stopline.store import open_store
@@ -70,7 +70,8 @@ class Lab:
         """Every table but ``refusals``, the refusal count, the remote calls, the folder."""
         store = open_store(self.url)
         try:
-            rows, refusals = dump(store), count(store, "refusals")
+            rows = dump(store)
+            refusals = sum(r.count for r in store.insights.refusal_counts())
         finally:
             store.close()
         folder = Path(self.config["target"]["root"])

@@ -58,6 +58,18 @@ ENVIRONMENT = (
         " unset means unsigned mode (see docs/security.md)",
     ),
     (
+        "STOPLINE_SERVER_KEY",
+        "`serve` in signed mode",
+        "the server's private key, certified by the trust root to speak for the people who sign"
+        " in (`stopline keys certify NAME --purpose speak_for`)",
+    ),
+    (
+        "STOPLINE_CHECKPOINT",
+        "`run`",
+        "a checkpoint file: `run` refuses to start on a database that no longer holds what it saw"
+        " (the default of `--since`)",
+    ),
+    (
         "STOPLINE_KEY",
         "people's commands in signed mode",
         "the private key (OpenSSH or PEM file) that signs the command when `--key` is not given",
