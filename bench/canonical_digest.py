@@ -19,6 +19,8 @@ from stopline.core.canonical import (
     FrozenDict,
     digest,
     fast_digest,
+)
+from stopline.core.legacy_form import (
     legacy_digest,
     legacy_fast_digest,
 )

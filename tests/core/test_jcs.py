@@ -23,11 +23,13 @@ from stopline.core.canonical import (
     FrozenDict,
     canonical_json,
     digest,
-    digest_forms,
-    digest_matches,
     fast_digest,
     format_float,
     freeze,
+)
+from stopline.core.legacy_form import (
+    digest_forms,
+    digest_matches,
     legacy_canonical_json,
     legacy_digest,
     legacy_fast_digest,

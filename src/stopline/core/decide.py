@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from . import approval, delivery, failures, guard, operator, revision, work
+from . import approval, delivery, failures, guard, operator, review, revision, work
 from .canonical import CanonicalError, canonical_json
 from .commands import (
     Acknowledge,
@@ -71,9 +71,9 @@ HANDLERS: dict[type[Command], Handler] = {
     Bind: delivery.decide_bind,
     Delivered: delivery.decide_delivered,
     ReadBack: delivery.decide_readback,
-    Review: delivery.decide_review,
-    Publish: delivery.decide_publish,
-    Reconcile: delivery.decide_reconcile,
+    Review: review.decide_review,
+    Publish: review.decide_publish,
+    Reconcile: review.decide_reconcile,
     Revise: revision.decide_revise,
 }
 

@@ -13,7 +13,8 @@ from datetime import timedelta
 from functools import cached_property
 from typing import Any
 
-from .canonical import digest, digest_forms
+from .canonical import digest
+from .legacy_form import digest_forms
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .canonical import FrozenDict, fast_digest, format_time, freeze, legacy_fast_digest
+from .canonical import FrozenDict, fast_digest, format_time, freeze
+from .legacy_form import legacy_fast_digest
 from .states import State
 
 EMPTY: Mapping[str, Any] = FrozenDict()

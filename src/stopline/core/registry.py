@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .canonical import CanonicalError, digest, legacy_digest
+from .canonical import CanonicalError, digest
 from .integrity import Finding
+from .legacy_form import legacy_digest
 from .records import Actor
 
 AUTOMATION_PREFIX = "automation:"
