@@ -22,11 +22,12 @@ from typing import Any
 
 from .. import __version__
 from ..commands.perform import Performed
-from ..controller import ActorError, Controller
+from ..controller import Controller
 from ..core.decision import Outcome
 from ..core.names import InvalidName, check_actor_name
 from ..core.reasons import Reason
 from ..core.states import State
+from ..registrar import ActorError
 from ..store import ENV_URL, Store, StoreError, database_url, open_store
 from ..trust.authority import TrustError
 from ..verification import verify_store

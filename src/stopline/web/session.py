@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..controller import hash_token
 from ..core.records import Actor
 from ..http.state import Shared
+from ..registrar import hash_token
 
 COOKIE = "stopline_session"
 MAX_AGE = 12 * 3600
