@@ -14,6 +14,7 @@ from .failures import account, revision_failed, stop_for_eyes
 from .guard import integrity_failed
 from .integrity import head_findings, item_seal
 from .reasons import Reason
+from . import severity
 from .records import Event, Item
 from .states import State
 from .step import Context, lease_reasons, legal, policy_of, transition
@@ -151,11 +152,11 @@ def decide_propose(item: Item, command: Propose, ctx: Context) -> Decision:
     )
     target = State.APPROVED if proposal["required_approvals"] == 0 else State.AWAITING_APPROVAL
     reasons = legal(item, Cmd.PROPOSE, target) + lease_reasons(item, command, ctx.now)
-    if not command.action:
+    if not command.action or not severity.valid(command.severity):
         reasons.append(Reason.INVALID_INPUT)
     if reasons:
         return refused(item, reasons)
-    data: dict[str, Any] = {"proposal": proposal, "rejection": None}
+    data: dict[str, Any] = {"proposal": proposal, "rejection": None, "severity": command.severity}
     if target.is_work:
         data["step"] = _step(target, ctx.now)
     return transition(
