@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from . import severity
 from .canonical import digest, format_time, freeze
 from .commands import Discover, Expire, NeedsEyes, NothingToDo, Observe, Propose, Report
 from .decision import Decision, Outcome, refused
@@ -14,7 +15,6 @@ from .failures import account, revision_failed, stop_for_eyes
 from .guard import integrity_failed
 from .integrity import head_findings, item_seal
 from .reasons import Reason
-from . import severity
 from .records import Event, Item
 from .states import State
 from .step import Context, lease_reasons, legal, policy_of, transition

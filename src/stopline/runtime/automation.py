@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..core import severity
 from ..core.artifacts import Artifact
 from ..core.commands import QAResult
 from ..core.names import ACTOR, AUTOMATION, ROLE, InvalidName, lookalikes, require_normal
 from ..core.policy import ApprovalPolicy, DeliveryPolicy, Policy, RetryPolicy
-from ..core import severity
 from ..core.records import Item
 from ..targets.base import Target
 from .outcomes import TerminalError, TransientError

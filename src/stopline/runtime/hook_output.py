@@ -17,9 +17,9 @@ from datetime import datetime
 from typing import Any
 
 from ..core import limits, severity
-from ..core.severity import SEVERITIES
 from ..core.artifacts import Artifact, Asset
 from ..core.commands import QAResult
+from ..core.severity import SEVERITIES
 from .outcomes import (
     Deliver,
     Evidence,
