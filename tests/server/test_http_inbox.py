@@ -260,7 +260,9 @@ def test_stuck_work_shows_work_items_that_have_not_moved(demo: Demo, live: Serve
     assert f'data-testid="stuck-row" data-item="{old.id}"' in page
     assert "no worker holds it" in page
     assert 'data-testid="stuck-total">' in page
-    assert f'data-item="{old.id}"' not in browser.get("/inbox").text  # work, not stopped
+    inbox = browser.get("/inbox").text
+    assert f'data-item="{old.id}"' not in inbox  # work, not stopped
+    assert re.search(r'data-testid="stuck-count">[1-9]', inbox)
 
 
 def test_page_size_is_bounded_with_six_hundred_items(
@@ -285,3 +287,24 @@ def test_page_size_is_bounded_with_six_hundred_items(
     assert len(rows(biggest)) == 200
     seen, pages = walk(browser, "/inbox?size=200&sort=oldest")
     assert pages == 3 and len(set(seen)) == 600
+
+
+def test_next_item_walks_the_inbox_order_and_wraps(demo: Demo, live: Server) -> None:
+    store = open_store(demo.url)
+    try:
+        order = [r.item.id for r in store.insights.stop_page(StopQuery(sort="oldest"))]
+    finally:
+        store.close()
+    browser = sign_in(live, demo.tokens["alice"])
+    visited = []
+    location = browser.get("/inbox/next", params={"sort": "oldest"}).headers["location"]
+    for _ in range(len(order) + 1):
+        item_id = location.split("?", 1)[0].removeprefix("/items/")
+        visited.append(item_id)
+        location = browser.get("/inbox/next", params={"sort": "oldest", "after": item_id}).headers[
+            "location"
+        ]
+    assert visited == [*order, order[0]]
+    searched = browser.get("/inbox/next", params={"q": "msg-1043"}).headers["location"]
+    assert searched.startswith(f"/items/{demo.item('support-triage/msg-1043').id}?")
+    assert "q=msg-1043" in searched

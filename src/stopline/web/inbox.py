@@ -3,7 +3,7 @@ flow, and the stuck-work view of work-state items that have not moved."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -17,7 +17,7 @@ from ..core.severity import RANK
 from ..core.severity import of as severity_of
 from ..http.state import Shared
 from ..store.insights import PageKey, StopRow
-from . import listing, present
+from . import listing, present, stuck
 from .page import visit
 
 
@@ -81,6 +81,7 @@ def _model(s: Shared, f: listing.Filters, actor: Actor | None) -> dict[str, Any]
         else "/inbox?" + f.query(after=listing.encode_key(page.next_key)),
         "first_url": "/inbox?" + f.query() if f.after is not None else None,
         "automations": s.store.insights.automation_names(),
+        "stuck": s.store.insights.stuck_count(now - timedelta(minutes=stuck.DEFAULT_MINUTES)),
         "bulk": s.may_command(actor) and not s.settings.read_only,
     }
 
@@ -98,6 +99,7 @@ async def inbox(request: Request) -> Response:
             "total": 0,
             "automations": [],
             "bulk": False,
+            "stuck": 0,
         }
         return v.render("inbox.html", 422, problems=problems, **base, **empty, **_no_pages())
     model = await run_in_threadpool(_model, v.s, f, v.actor)
