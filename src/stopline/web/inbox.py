@@ -74,6 +74,7 @@ def _model(s: Shared, f: listing.Filters, actor: Actor | None) -> dict[str, Any]
         "rows": rows,
         "total": page.total,
         "counted_all": page.counted_all,
+        "scan_limit": listing.SCAN_LIMIT,
         "partial": page.partial,
         "scanned": page.scanned,
         "next_url": None

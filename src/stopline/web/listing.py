@@ -167,6 +167,13 @@ def mine_page(
 ) -> Page:
     """A page of the rows ``keep`` allows (the visitor's rights), and their counts, reading at
     most SCAN_LIMIT rows for each."""
+    kept: dict[str, bool] = {}
+
+    def keeps(row: StopRow) -> bool:
+        if row.item.id not in kept:
+            kept[row.item.id] = keep(row)
+        return kept[row.item.id]
+
     counted: dict[str, int] = {}
     oldest: dict[str, datetime] = {}
     counted_all = True
@@ -174,7 +181,7 @@ def mine_page(
         if scanned > SCAN_LIMIT:
             counted_all = False
             break
-        if keep(row):
+        if keeps(row):
             state = row.item.state.value
             counted[state] = counted.get(state, 0) + 1
             if state not in oldest or row.since < oldest[state]:
@@ -189,7 +196,7 @@ def mine_page(
             more = True  # a row after a full page: another page may follow
             break
         last = row
-        if keep(row):
+        if keeps(row):
             rows.append(row)
         if read_rows >= SCAN_LIMIT:
             more = True
