@@ -17,7 +17,7 @@ from stopline.store import open_store
 from stopline.store.insights import StopQuery
 from stopline.web import present
 
-from .conftest import Demo
+from .conftest import Demo, add_tokens
 from .httphelp import Server, csrf_of, nothing_written, sign_in
 
 CHECKOUT = "service-health/checkout-api"
@@ -308,3 +308,22 @@ def test_next_item_walks_the_inbox_order_and_wraps(demo: Demo, live: Server) -> 
     searched = browser.get("/inbox/next", params={"q": "msg-1043"}).headers["location"]
     assert searched.startswith(f"/items/{demo.item('support-triage/msg-1043').id}?")
     assert "q=msg-1043" in searched
+
+
+def test_the_inbox_on_each_store(demo_url: str, start_server: Callable[..., Server]) -> None:
+    """Pages, search, severity order and needs-me through the web on SQLite and PostgreSQL."""
+    found = add_tokens(Demo(demo_url))
+    server = start_server(demo_url)
+    browser = sign_in(server, found.tokens["alice"])
+    page = browser.get("/inbox").text
+    assert total(page) == 7 and len(rows(page)) == 7
+    seen, pages = walk(browser, "/inbox?size=2&sort=newest")
+    assert pages == 4 and sorted(seen) == sorted(rows(page))
+    first = [m.group(2) for m in ROW.finditer(browser.get("/inbox?size=1").text)]
+    assert first == ["high"]
+    assert rows(browser.get("/inbox", params={"q": "MSG-1043"}).text) == [
+        found.item("support-triage/msg-1043").id
+    ]
+    assert total(browser.get("/inbox", params={"mine": "1"}).text) == 7
+    viewer = sign_in(server, found.tokens["dana"])
+    assert total(viewer.get("/inbox", params={"mine": "1"}).text) == 0
