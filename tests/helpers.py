@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from stopline.core.commands import Command, Discover
 from stopline.core.decide import decide
-from stopline.core.decision import Decision
+from stopline.core.decision import Decision, Outcome
 from stopline.core.policy import Policy
-from stopline.core.records import Item
+from stopline.core.records import Event, Item
 from stopline.core.step import Context
 from stopline.store import Store
 
@@ -100,3 +101,24 @@ def stop_in_exception(store: Store, key: str, at: datetime, automation: str = "a
     decision = decide_at(item, NeedsEyes("w1", item.lease_token, "ops", "unclear"), at)
     assert decision.after is not None and store.apply(decision)
     return decision.after
+
+
+def stay(store: Store, item: Item, at: datetime) -> None:
+    """Append an event that leaves a stopped item in its state (the store does not judge
+    transitions; the core's reconcile of an exception is such an event)."""
+    event = Event.sealed(
+        item_id=item.id,
+        seq=item.seq + 1,
+        at=at,
+        command="reconcile",
+        actor="olivia",
+        from_state=item.state,
+        to_state=item.state,
+        reasons=(),
+        digests={},
+        detail={},
+        prev_hash=item.head,
+    )
+    after = replace(item, version=item.version + 1, seq=event.seq, head=event.hash, updated_at=at)
+    decision = Decision(Outcome.APPLIED, (), item.id, item.state, item, after, event)
+    assert store.apply(decision)

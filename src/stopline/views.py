@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .commands.hints import next_commands as hints
+from .core import severity
 from .core.canonical import format_time, to_plain
 from .core.delivery import readback_verified
 from .core.explain import Outlook, approval_outlook
@@ -94,6 +95,7 @@ def item_view(item: Item, actors: Actors | None = None) -> dict[str, Any]:
         "input": to_plain(d.get("input")),
         "evidence": to_plain(d.get("evidence")),
         "classification": to_plain(d.get("classification")),
+        "severity": severity.of(d.get("severity")),
         "proposal": proposal_view(d.get("proposal"), actors),
         "previous_proposal": proposal_view(d.get("previous_proposal")),
         "rejection": to_plain(d.get("rejection")),

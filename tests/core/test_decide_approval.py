@@ -231,6 +231,9 @@ def test_reject_with_return_sends_the_item_back_to_classified(h: Harness) -> Non
     h.claim()
     h.ok(Propose(**h.lease(), action="restart", target="web-1", params={"grace": 1}))
     assert h.state is S.AWAITING_APPROVAL and h.digest() != digest
+    # The answer is shown against the proposal it replaces.
+    assert h.it.doc("previous_proposal")["digest"] == digest
+    assert h.it.doc("proposal")["previous_digest"] == digest
 
 
 def test_whoever_returned_a_proposal_may_not_approve_the_answer(h: Harness) -> None:

@@ -481,3 +481,27 @@ def test_expire_never_raises_on_a_spent_revision_step(h: Harness) -> None:
     h.item = replace(h.it, attempts=h.it.max_attempts)
     d = h.apply(Expire())
     assert d.state is S.EXCEPTION and d.reasons == ("integrity_failed",)
+
+
+def test_a_proposal_records_its_severity_outside_the_digest(h: Harness) -> None:
+    """Severity is kept beside the proposal (it orders the inbox); the digest does not cover
+    it, and a value outside the closed set is invalid input."""
+    h.discover()
+    h.observe()
+    h.claim()
+    h.refused(
+        Propose(**h.lease(), action="restart", target="t", params={}, severity="urgent"),
+        "invalid_input",
+    )
+    h.ok(
+        Propose(**h.lease(), action="restart", target="t", params={}, severity="critical"),
+        S.AWAITING_APPROVAL,
+    )
+    assert h.it.doc("severity") == "critical"
+    plain = Harness()
+    plain.discover()
+    plain.observe()
+    plain.claim()
+    plain.ok(Propose(**plain.lease(), action="restart", target="t", params={}), S.AWAITING_APPROVAL)
+    assert plain.it.doc("severity") is None
+    assert plain.it.doc("proposal")["digest"] == h.it.doc("proposal")["digest"]

@@ -10,11 +10,11 @@ from datetime import datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import T0, decide_at, discover, dump, stop_in_exception
+from helpers import T0, decide_at, discover, dump, stay, stop_in_exception
 from stopline.core.commands import Failure, NeedsEyes
-from stopline.core.decision import Decision, Outcome
+from stopline.core.decision import Outcome
 from stopline.core.policy import Policy, RetryPolicy
-from stopline.core.records import Event, Item
+from stopline.core.records import Item
 from stopline.store import Store, open_store
 from stopline.store.insights import StateCount
 from stopline.store.outbox import (
@@ -47,27 +47,6 @@ def failure(store: Store, key: str, at: datetime, *, retryable: bool, policy: Po
     decision = decide_at(item, command, at, policy)
     assert decision.after is not None and store.apply(decision)
     return decision.after
-
-
-def stay(store: Store, item: Item, at: datetime) -> None:
-    """Append an event that leaves a stopped item in its state (the store does not judge
-    transitions; the core's reconcile of an exception is such an event)."""
-    event = Event.sealed(
-        item_id=item.id,
-        seq=item.seq + 1,
-        at=at,
-        command="reconcile",
-        actor="olivia",
-        from_state=item.state,
-        to_state=item.state,
-        reasons=(),
-        digests={},
-        detail={},
-        prev_hash=item.head,
-    )
-    after = replace(item, version=item.version + 1, seq=event.seq, head=event.hash, updated_at=at)
-    decision = Decision(Outcome.APPLIED, (), item.id, item.state, item, after, event)
-    assert store.apply(decision)
 
 
 def message(event_item: str, seq: int, url: str = "http://r.example/hook") -> Message:

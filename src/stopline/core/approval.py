@@ -183,6 +183,8 @@ def decide_reject(item: Item, command: Reject, ctx: Context) -> Decision:
     if command.send_back:  # the next proposal answers this reason (and the earlier ones)
         rejection["returned_by"] = sorted({*proposal.get("returned_by", ()), command.actor})
     data: dict[str, Any] = {"rejection": rejection, "proposal": None}
+    if command.send_back:  # what the next proposal replaces (a person compares the two)
+        data["previous_proposal"] = proposal
     if command.send_back:
         data["step"] = {"state": State.CLASSIFIED.value, "since": format_time(ctx.now)}
     return transition(

@@ -71,6 +71,7 @@ class Propose(WorkerCommand):
     target: str
     params: Mapping[str, Any]
     rationale: str = ""
+    severity: str | None = None  # one of core.severity.SEVERITIES; orders the inbox only
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from . import severity
 from .canonical import digest, format_time, freeze
 from .commands import Discover, Expire, NeedsEyes, NothingToDo, Observe, Propose, Report
 from .decision import Decision, Outcome, refused
@@ -151,11 +152,11 @@ def decide_propose(item: Item, command: Propose, ctx: Context) -> Decision:
     )
     target = State.APPROVED if proposal["required_approvals"] == 0 else State.AWAITING_APPROVAL
     reasons = legal(item, Cmd.PROPOSE, target) + lease_reasons(item, command, ctx.now)
-    if not command.action:
+    if not command.action or not severity.valid(command.severity):
         reasons.append(Reason.INVALID_INPUT)
     if reasons:
         return refused(item, reasons)
-    data: dict[str, Any] = {"proposal": proposal, "rejection": None}
+    data: dict[str, Any] = {"proposal": proposal, "rejection": None, "severity": command.severity}
     if target.is_work:
         data["step"] = _step(target, ctx.now)
     return transition(

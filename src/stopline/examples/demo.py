@@ -198,6 +198,7 @@ def propose_restart(ctx: HookContext) -> Proposal | ReportForReview:
             f"error rate {ev.get('error_rate')} and p99 {ev.get('p99_ms')} ms"
             f" since {ev.get('since')}"
         ),
+        severity="high",  # a service down outranks routine replies in the inbox
     )
 
 

@@ -9,6 +9,7 @@ from ..commands.fields import MAX_KEY
 from ..commands.schema import body_schema
 from ..commands.table import exposed
 from ..core.rights import Authority
+from ..core.severity import SEVERITIES
 from .api import CLASSES, ITEM_PATTERN, MAX_LIMIT, STATES
 
 REF = "#/components/schemas/"
@@ -118,6 +119,7 @@ SCHEMAS: dict[str, Any] = {
             "key": {"type": "string"},
             "state": {"type": "string", "enum": STATES},
             "history_length": {"type": "integer"},
+            "severity": {"type": "string", "enum": list(SEVERITIES)},
             "attempts": {"type": "integer"},
             "max_attempts": {"type": "integer"},
             "next_eligible_at": {"type": "string"},

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..core import severity
 from ..core.artifacts import Artifact
 from ..core.commands import QAResult
 from ..core.names import ACTOR, AUTOMATION, ROLE, InvalidName, lookalikes, require_normal
@@ -121,8 +122,10 @@ class Automation:
     retry_on: tuple[type[BaseException], ...] = (TransientError,)
     terminal_on: tuple[type[BaseException], ...] = (TerminalError,)
     description: str = ""
+    severity: str | None = None  # of its proposals that name none (core/severity.py)
 
     def __post_init__(self) -> None:
+        severity.require(self.severity, f"severity of automation {self.name!r}")
         for hook in ("discover", "observe", "propose", "execute", "qa", "revise"):
             fn = getattr(self, hook)
             call = type(fn).__call__ if fn is not None and not inspect.isroutine(fn) else None

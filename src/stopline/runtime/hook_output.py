@@ -16,9 +16,10 @@ from dataclasses import fields, is_dataclass
 from datetime import datetime
 from typing import Any
 
-from ..core import limits
+from ..core import limits, severity
 from ..core.artifacts import Artifact, Asset
 from ..core.commands import QAResult
+from ..core.severity import SEVERITIES
 from .outcomes import (
     Deliver,
     Evidence,
@@ -35,7 +36,13 @@ SHOWN = 3  # problems named in a failure message
 
 SHAPES: dict[type, dict[str, tuple[type, ...]]] = {
     Evidence: {"data": (Mapping,), "observed_at": (datetime, NoneType)},
-    Proposal: {"action": (str,), "params": (Mapping,), "target": (str,), "rationale": (str,)},
+    Proposal: {
+        "action": (str,),
+        "params": (Mapping,),
+        "target": (str,),
+        "rationale": (str,),
+        "severity": (str, NoneType),
+    },
     ReportForReview: {"report": (Mapping,)},
     NothingToDo: {"reason": (str,)},
     NeedsEyes: {"why": (str,), "owner": (str,), "evidence": (Mapping,)},
@@ -76,6 +83,8 @@ def problems(hook: str, output: Any) -> list[str]:
                 break
         return found or limit_violations(output, root)
     found = shape_problems(output, root)
+    if isinstance(output, Proposal) and not found and not severity.valid(output.severity):
+        found = [f"{root}.severity: is {output.severity!r}, not one of {', '.join(SEVERITIES)}"]
     if found or not is_dataclass(output) or isinstance(output, type):
         return found  # another type: nothing of it is recorded but its name
     plain = {f.name: getattr(output, f.name) for f in fields(output)}

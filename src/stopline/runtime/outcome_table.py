@@ -52,6 +52,7 @@ class Signature:
     token: int
     now: datetime
     jitter: Callable[[], float]
+    severity: str | None = None  # the automation's default severity of a proposal
 
     def lease(self) -> dict[str, Any]:
         return {"worker": self.worker, "token": self.token}
@@ -73,6 +74,7 @@ def _propose(outcome: Proposal, signature: Signature) -> Command:
         target=outcome.target,
         params=dict(outcome.params),
         rationale=outcome.rationale,
+        severity=outcome.severity or signature.severity,
     )
 
 

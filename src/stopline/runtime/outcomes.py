@@ -44,6 +44,9 @@ class Proposal:
     params: Mapping[str, Any]
     target: str = ""
     rationale: str = ""
+    # How urgent (info, low, normal, high, critical); None: the automation's ``severity``.
+    # It orders the inbox and decides nothing.
+    severity: str | None = None
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,11 @@ class Step:
 
     def signature(self) -> Signature:
         return Signature(
-            self.worker.id, self.item.lease_token, self.worker.clock(), self.worker.rng
+            self.worker.id,
+            self.item.lease_token,
+            self.worker.clock(),
+            self.worker.rng,
+            self.automation.severity,
         )
 
     def context(self) -> HookContext:

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from ..core.records import Item
+from ..core.severity import SEVERITIES
 from .queries import load
 
 if TYPE_CHECKING:
     from .base import SQLStore
+
+SORTS = ("oldest", "newest", "severity")
+MAX_PAGE = 500  # the most rows one page query returns, whatever it asks for
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,42 @@ class RefusalCount:
     count: int
 
 
+@dataclass(frozen=True)
+class PageKey:
+    """Where a keyset page of stopped items starts: after the row with this key (the rows are
+    ordered by it, so a page stays where it was while items arrive or leave)."""
+
+    severity: int  # the rank in core.severity.SEVERITIES
+    since: datetime
+    id: str
+
+
+@dataclass(frozen=True)
+class StopQuery:
+    """Which stopped items the inbox lists, in which order, from where."""
+
+    state: str | None = None
+    automation: str | None = None
+    text: str | None = None  # matched in automation/key and the reason the item stopped
+    stopped_before: datetime | None = None  # only items stopped before this time (overdue)
+    sort: str = "oldest"  # oldest | newest | severity
+    after: PageKey | None = None
+    limit: int = 50
+
+
+@dataclass(frozen=True)
+class StopRow:
+    """A stopped item, when it entered its current state, and its severity."""
+
+    item: Item
+    since: datetime
+    severity: str
+
+    @property
+    def key(self) -> PageKey:
+        return PageKey(SEVERITIES.index(self.severity), self.since, self.item.id)
+
+
 class Insights(Protocol):
     """Read-only aggregates and listings for metrics, the inbox and the API."""
 
@@ -69,6 +110,28 @@ class Insights(Protocol):
     def automation_names(self) -> list[str]:
         """Every registered automation, by name."""
         ...
+
+    def stop_page(self, query: StopQuery) -> list[StopRow]:
+        """One keyset page of stopped items (at most ``query.limit``, at most MAX_PAGE)."""
+        ...
+
+    def stop_counts(self, query: StopQuery) -> list[StateCount]:
+        """How many stopped items match ``query``'s filters, by state (``oldest``: the earliest
+        time one of them entered the state)."""
+        ...
+
+    def stopped_since(self, item_id: str) -> datetime | None:
+        """When the item entered its current state (``None``: no such item)."""
+        ...
+
+    def stuck_work(
+        self, before: datetime, after: tuple[datetime, str] | None = None, limit: int = 50
+    ) -> list[Item]:
+        """Work-state items with no decision recorded since ``before``, longest unmoved first,
+        keyset-paged after ``(updated_at, id)``."""
+        ...
+
+    def stuck_count(self, before: datetime) -> int: ...
 
 
 class SQLInsights:
@@ -119,6 +182,70 @@ class SQLInsights:
         with self._store._read() as cur:
             cur.execute(self._q["automation_names"], {})
             return [str(r["name"]) for r in cur.fetchall()]
+
+    def _stop_params(self, query: StopQuery) -> dict[str, Any]:
+        if query.sort not in SORTS:
+            raise ValueError(f"sort must be one of {', '.join(SORTS)}")
+        s, after = self._store, query.after
+        return {
+            "state": query.state,
+            "automation": query.automation,
+            "text": query.text.lower() if query.text else None,
+            "stopped_before": s._time(query.stopped_before),
+            "sort": query.sort,
+            "after_sev": None if after is None else after.severity,
+            "after_since": None if after is None else s._time(after.since),
+            "after_id": None if after is None else after.id,
+            "limit": max(1, min(query.limit, MAX_PAGE)),
+        }
+
+    def stop_page(self, query: StopQuery) -> list[StopRow]:
+        s = self._store
+        with s._read() as cur:
+            cur.execute(self._q["stop_page"], self._stop_params(query))
+            rows = cur.fetchall()
+        found = []
+        for r in rows:
+            since = s._from_time(r["since"])
+            assert since is not None
+            found.append(StopRow(s._item(r), since, SEVERITIES[int(r["sev"])]))
+        return found
+
+    def stop_counts(self, query: StopQuery) -> list[StateCount]:
+        s = self._store
+        params = self._stop_params(query)
+        with s._read() as cur:
+            cur.execute(self._q["stop_counts"], params)
+            rows = cur.fetchall()
+        return [StateCount(r["state"], int(r["n"]), s._from_time(r["oldest"])) for r in rows]
+
+    def stopped_since(self, item_id: str) -> datetime | None:
+        s = self._store
+        with s._read() as cur:
+            cur.execute(self._q["stopped_since"], {"id": item_id})
+            row = cur.fetchone()
+        return None if row is None else s._from_time(row["since"])
+
+    def stuck_work(
+        self, before: datetime, after: tuple[datetime, str] | None = None, limit: int = 50
+    ) -> list[Item]:
+        s = self._store
+        params = {
+            "before": s._time(before),
+            "after_at": None if after is None else s._time(after[0]),
+            "after_id": None if after is None else after[1],
+            "limit": max(1, min(limit, MAX_PAGE)),
+        }
+        with s._read() as cur:
+            cur.execute(self._q["stuck_work"], params)
+            return [s._item(r) for r in cur.fetchall()]
+
+    def stuck_count(self, before: datetime) -> int:
+        s = self._store
+        with s._read() as cur:
+            cur.execute(self._q["stuck_count"], {"before": s._time(before)})
+            row = cur.fetchone()
+        return 0 if row is None else int(row["n"])
 
     def _codes(self, value: object) -> tuple[str, ...]:
         return tuple(str(code) for code in self._store._from_json(value) or ())

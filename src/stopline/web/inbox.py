@@ -1,99 +1,151 @@
-"""The inbox: stopped items grouped by stop state, filters, and the "next item" flow."""
+"""The inbox: stopped items in pages grouped by stop state, search and filters, the "next item"
+flow, and the stuck-work view of work-state items that have not moved."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlencode
 
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..core.states import STOP_STATES
+from ..core.policy import Policy
+from ..core.records import Actor
+from ..core.severity import RANK
+from ..core.severity import of as severity_of
 from ..http.state import Shared
-from . import present
+from ..store.insights import PageKey, StopRow
+from . import listing, present, stuck
 from .page import visit
-
-STOP_VALUES = [s.value for s in present.STOP_ORDER]
 
 
 def filters(request: Request) -> tuple[dict[str, Any], list[str]]:
-    q = request.query_params
-    problems = []
-    f: dict[str, Any] = {
-        "automation": q.get("automation", "").strip(),
-        "state": q.get("state", ""),
-        "overdue": q.get("overdue", ""),
-        "sort": q.get("sort", "oldest"),
-    }
-    if len(f["automation"]) > 200 or "\x00" in f["automation"]:
-        problems.append("automation must be at most 200 characters")
-    if f["state"] and f["state"] not in STOP_VALUES:
-        problems.append(f"state must be one of {', '.join(STOP_VALUES)}")
-    if f["overdue"] not in ("", "1"):
-        problems.append("overdue is 1 or empty")
-    if f["sort"] not in ("oldest", "newest"):
-        problems.append("sort is oldest or newest")
-    return f, problems
+    """The filters as a plain mapping (what the item page carries on to "next item")."""
+    found, problems = listing.parse(request.query_params)
+    return found.values(), problems
 
 
-def _rows(s: Shared, f: dict[str, Any]) -> list[present.Row]:
-    items = s.store.list_items(
-        state_class="stop", state=f["state"] or None, automation=f["automation"] or None, limit=1000
-    )
+def query_string(f: dict[str, Any]) -> str:
+    return listing.Filters(**{k: v for k, v in f.items() if k != "after"}).query()
+
+
+class _Rights:
+    """Whether the visitor may act on a row now, with each automation's policy read once."""
+
+    def __init__(self, s: Shared, actor: Actor | None, now: datetime) -> None:
+        self.s, self.actor, self.now = s, actor, now
+        self.policies: dict[str, Policy | None] = {}
+
+    def __call__(self, row: StopRow) -> bool:
+        name = row.item.automation
+        if name not in self.policies:
+            self.policies[name] = self.s.store.policy(name)
+        return present.needs(row.item, self.actor, self.policies[name], self.now)
+
+
+def _page(s: Shared, f: listing.Filters, actor: Actor | None) -> listing.Page:
+    now = s.now()
+    query = f.store_query(now, s.settings.overdue_after)
+    insights = s.store.insights
+    if f.mine:
+        may = s.may_command(actor) and not s.settings.read_only
+        keep = _Rights(s, actor, now) if may else (lambda row: False)
+        return listing.mine_page(insights.stop_page, query, keep)
+    return listing.plain_page(insights.stop_page, insights.stop_counts, query)
+
+
+def _model(s: Shared, f: listing.Filters, actor: Actor | None) -> dict[str, Any]:
+    page = _page(s, f, actor)
+    now = s.now()
     actors = s.store.actors()
-    rows = [present.row(i, s.age(i), s.overdue(i), actors) for i in items if i.state in STOP_STATES]
-    if f["overdue"]:
-        rows = [r for r in rows if r.overdue]
-    return rows
+    limit = s.settings.overdue_after
+    rows = []
+    for r in page.rows:
+        age = max(0.0, (now - r.since).total_seconds())
+        rows.append(present.row(r.item, age, age > limit, actors, r.severity))
+    counts = {
+        state: (c.count, None if c.oldest is None else (now - c.oldest).total_seconds())
+        for state, c in page.counts.items()
+    }
+    return {
+        "groups": present.groups(rows, counts),
+        "rows": rows,
+        "total": page.total,
+        "counted_all": page.counted_all,
+        "scan_limit": listing.SCAN_LIMIT,
+        "partial": page.partial,
+        "scanned": page.scanned,
+        "next_url": None
+        if page.next_key is None
+        else "/inbox?" + f.query(after=listing.encode_key(page.next_key)),
+        "first_url": "/inbox?" + f.query() if f.after is not None else None,
+        "automations": s.store.insights.automation_names(),
+        "stuck": s.store.insights.stuck_count(now - timedelta(minutes=stuck.DEFAULT_MINUTES)),
+        "bulk": s.may_command(actor) and not s.settings.read_only,
+    }
 
 
 async def inbox(request: Request) -> Response:
     v = await visit(request)
     if v.actor is None:
         return v.redirect("/signin")
-    f, problems = filters(request)
+    f, problems = listing.parse(request.query_params)
+    base: dict[str, Any] = {"filters": f, "query": f.query()}
     if problems:
-        return v.render(
-            "inbox.html",
-            422,
-            groups=[],
-            filters=f,
-            problems=problems,
-            automations=[],
-            total=0,
-            query="",
-        )
-    rows = await run_in_threadpool(_rows, v.s, f)
-    names = await run_in_threadpool(v.s.store.insights.automation_names)
-    return v.render(
-        "inbox.html",
-        groups=present.groups(rows, f["sort"] == "newest"),
-        filters=f,
-        problems=[],
-        automations=names,
-        total=len(rows),
-        query=query_string(f),
-    )
+        empty: dict[str, Any] = {
+            "groups": [],
+            "rows": [],
+            "total": 0,
+            "automations": [],
+            "bulk": False,
+            "stuck": 0,
+        }
+        return v.render("inbox.html", 422, problems=problems, **base, **empty, **_no_pages())
+    model = await run_in_threadpool(_model, v.s, f, v.actor)
+    return v.render("inbox.html", problems=[], **base, **model)
 
 
-def query_string(f: dict[str, Any]) -> str:
-    return urlencode({k: v for k, v in f.items() if v and k != "sort"})
+def _no_pages() -> dict[str, Any]:
+    return {"next_url": None, "first_url": None, "counted_all": True, "partial": False}
+
+
+def _key_of(s: Shared, ref: str) -> PageKey | None:
+    """The sort key of item ``ref`` (the cursor right after it), if it is still stopped."""
+    item = s.store.get(ref)
+    since = s.store.insights.stopped_since(ref) if item is not None else None
+    if item is None or since is None:
+        return None
+    return PageKey(RANK[severity_of(item.doc("severity"))], since, item.id)
 
 
 async def next_item(request: Request) -> Response:
+    """The first item of the inbox's order after ``after`` (an item id), else the first."""
     v = await visit(request)
     if v.actor is None:
         return v.redirect("/signin")
-    f, problems = filters(request)
+    kept = [(k, val) for k, val in request.query_params.multi_items() if k != "after"]
+    f, problems = listing.parse(QueryParams(kept))
     if problems:
         return v.redirect("/inbox")
-    rows = sorted(await run_in_threadpool(_rows, v.s, f), key=lambda r: (-r.age, r.id))
     after = request.query_params.get("after", "")
-    ids = [r.id for r in rows]
-    if after in ids:
-        ids = ids[ids.index(after) + 1 :] + [i for i in ids[: ids.index(after)]]
-    if not ids:
-        return v.redirect("/inbox?" + query_string(f))
-    query = query_string(f)
-    return v.redirect(f"/items/{ids[0]}" + (f"?{query}" if query else ""))
+
+    def find() -> str | None:
+        f.size = 1
+        if after:
+            f.after = _key_of(v.s, after)
+            if f.after is not None:
+                rows = _page(v.s, f, v.actor).rows
+                if rows:
+                    return rows[0].item.id
+        f.after = None
+        rows = _page(v.s, f, v.actor).rows
+        return rows[0].item.id if rows and rows[0].item.id != after else None
+
+    found = await run_in_threadpool(find)
+    f.size = listing.PAGE_SIZE
+    query = f.query()
+    if found is None:
+        return v.redirect("/inbox" + (f"?{query}" if query else ""))
+    return v.redirect(f"/items/{found}" + (f"?{query}" if query else ""))

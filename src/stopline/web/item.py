@@ -38,6 +38,7 @@ def _page_model(v: Visit, ref: str) -> dict[str, Any] | None:
         v.s.settings.read_only,
         v.may_command,
         v.s.store.actors(),
+        v.s.store.insights.stopped_since(item.id),
     )
 
 

@@ -57,28 +57,31 @@ class Row:
     automation: str
     key: str
     state: str
-    age: float
+    age: float  # seconds since the item entered its stop state
     age_text: str
     overdue: bool
     why: str
+    severity: str = "normal"
 
 
 @dataclass
 class Group:
+    """One stop state: how many items match the filters (on every page), how long the oldest
+    has waited, and this page's rows in it."""
+
     state: str
     rows: list[Row] = field(default_factory=list)
-
-    @property
-    def count(self) -> int:
-        return len(self.rows)
-
-    @property
-    def oldest(self) -> str:
-        """The age of the oldest item in the group ("" when empty)."""
-        return max(self.rows, key=lambda r: r.age).age_text if self.rows else ""
+    count: int = 0
+    oldest: str = ""  # the age of the oldest matching item ("" when none)
 
 
-def row(item: Item, age: float, overdue: bool, actors: Mapping[str, Actor] | None = None) -> Row:
+def row(
+    item: Item,
+    age: float,
+    overdue: bool,
+    actors: Mapping[str, Actor] | None = None,
+    severity: str = "normal",
+) -> Row:
     return Row(
         item.id,
         item.automation,
@@ -88,15 +91,20 @@ def row(item: Item, age: float, overdue: bool, actors: Mapping[str, Actor] | Non
         age_text(age),
         overdue,
         why(item, actors),
+        severity,
     )
 
 
-def groups(rows: list[Row], newest_first: bool) -> list[Group]:
+def groups(rows: list[Row], counts: Mapping[str, tuple[int, float | None]]) -> list[Group]:
+    """The stop states in inbox order, each with its count and oldest age (``counts``: state
+    -> (count, age of the oldest in seconds)) and the rows of this page, in page order."""
     by_state = {s.value: Group(s.value) for s in STOP_ORDER}
+    for state, (count, oldest) in counts.items():
+        if state in by_state:
+            by_state[state].count = count
+            by_state[state].oldest = "" if oldest is None else age_text(oldest)
     for r in rows:
         by_state[r.state].rows.append(r)
-    for g in by_state.values():
-        g.rows.sort(key=lambda r: r.age, reverse=not newest_first)
     return list(by_state.values())
 
 
@@ -123,6 +131,44 @@ class ActionForm:
     title: str
     submit: str
     fields: tuple[FormField, ...]
+    tone: str = "neutral"  # approve | danger | neutral: how the button looks
+    effect: str = ""  # what the command will do, in one sentence
+
+
+# Commands that end an item or throw its proposal away: shown apart from Approve, in red.
+DESTRUCTIVE = frozenset({"close", "reject"})
+
+
+def tone(name: str) -> str:
+    return "approve" if name == "approve" else "danger" if name in DESTRUCTIVE else "neutral"
+
+
+def approve_effect(item: Item) -> str:
+    """What approving the current proposal will do (the last approval lets the worker act)."""
+    p = item.doc("proposal")
+    if p is None:
+        return ""
+    digest = str(p["digest"])
+    counted = sum(1 for a in p["approvals"] if a["digest"] == digest)
+    needed = int(p["required_approvals"])
+    act = f"{p['action']} on {p['target'] or '-'}"
+    if counted + 1 >= needed:
+        return (
+            f"Your approval is {counted + 1} of {needed}: the item moves to approved and a "
+            f"worker runs {act}, after checking the digest, the roles and the evidence again."
+        )
+    return (
+        f"Your approval is {counted + 1} of {needed}: {act} waits for "
+        f"{needed - counted - 1} more approver(s); nothing runs yet."
+    )
+
+
+def approved_by(item: Item, actor: str) -> bool:
+    """Whether ``actor`` has approved the item's current proposal."""
+    p = item.doc("proposal")
+    return p is not None and any(
+        a["actor"] == actor and a["digest"] == p["digest"] for a in p["approvals"]
+    )
 
 
 def form_field(entry: Entry, spec: Field, item: Item) -> FormField | None:
@@ -156,21 +202,33 @@ def action_form(entry: Entry, item: Item) -> ActionForm:
     assert entry.form is not None  # the table checks that every web entry has one
     shown = (form_field(entry, spec, item) for spec in entry.fields)
     fields = tuple(f for f in shown if f is not None)
-    return ActionForm(entry.name, entry.form.title, entry.form.submit, fields)
+    effect = approve_effect(item) if entry.name == "approve" else ""
+    return ActionForm(
+        entry.name, entry.form.title, entry.form.submit, fields, tone(entry.name), effect
+    )
 
 
 def action_forms(
     item: Item, actor: Actor | None, policy: Policy | None, now: datetime
 ) -> list[ActionForm]:
-    """The forms of every web command ``actor`` may run on ``item`` now (the core's rights)."""
+    """The forms of every web command ``actor`` may run on ``item`` now (the core's rights).
+    Approve is left out once ``actor`` has approved the current proposal (approving again
+    would change nothing)."""
     if actor is None or not actor.active:
         return []
     allowed = rights(item, actor.name, Context(now, policy, {actor.name: actor}))
     forms = []
     for entry in exposed(Shell.WEB):
+        if entry.name == "approve" and approved_by(item, actor.name):
+            continue
         if allowed[entry.name].allowed and entry.fillable(item):
             forms.append(action_form(entry, item))
     return forms
+
+
+def needs(item: Item, actor: Actor | None, policy: Policy | None, now: datetime) -> bool:
+    """Whether ``actor`` can act on ``item`` now (the "needs me" filter): some action form."""
+    return bool(action_forms(item, actor, policy, now))
 
 
 def params_rows(proposal: Mapping[str, Any] | None) -> list[tuple[str, str]]:
@@ -301,7 +359,9 @@ def item_page(
     read_only: bool,
     may_command: bool,
     actors: Mapping[str, Actor] | None = None,
+    since: datetime | None = None,
 ) -> dict[str, Any]:
+    """The item page's model (``since``: when the item entered its current state)."""
     view = item_view(item, actors)
     actions = [] if read_only or not may_command else action_forms(item, actor, policy, now)
     return {
@@ -315,4 +375,6 @@ def item_page(
         "actions": actions,
         "pretty": pretty,
         "age": age_text((now - item.updated_at).total_seconds()),
+        "in_state": age_text((now - (since or item.updated_at)).total_seconds()),
+        "approved_by_me": actor is not None and approved_by(item, actor.name),
     }

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute, Route
 
+from .bulk import bulk
 from .inbox import inbox, next_item
 from .item import act, item_page
 from .signin import home, signin, signin_page, signout
+from .stuck import stuck
 
 
 def routes() -> list[BaseRoute]:
@@ -18,6 +20,8 @@ def routes() -> list[BaseRoute]:
         Route("/signout", signout, methods=["POST"]),
         Route("/inbox", inbox, methods=["GET"]),
         Route("/inbox/next", next_item, methods=["GET"]),
+        Route("/inbox/bulk", bulk, methods=["POST"]),
+        Route("/stuck", stuck, methods=["GET"]),
         Route("/items/{item}", item_page, methods=["GET"]),
         Route("/items/{item}/{command}", act, methods=["POST"]),
     ]

@@ -21,3 +21,24 @@ SELECT status, COUNT(*) AS n FROM notifications GROUP BY status ORDER BY status;
 
 -- name: automation_names
 SELECT name FROM automations ORDER BY name;
+
+-- name: stopped_since
+-- When the item entered its current state: the time of its last event that changed the state
+-- (an approval short of the count, an edit or a refusal changes nothing here).
+SELECT COALESCE(
+    (SELECT MAX(e.at) FROM events e
+     WHERE e.item_id = items.id AND (e.from_state IS NULL OR e.from_state <> e.to_state)),
+    items.created_at) AS since
+FROM items WHERE id = :id;
+
+-- name: stuck_work
+-- Work-state items with no recorded decision since :before (no step moved them), longest
+-- unmoved first; keyset pages on (updated_at, id) after :after_at / :after_id.
+SELECT * FROM items
+WHERE state_class = 'work' AND updated_at < :before
+  AND (CAST(:after_id AS TEXT) IS NULL OR updated_at > :after_at OR (updated_at = :after_at AND id > :after_id))
+ORDER BY updated_at, id
+LIMIT :limit;
+
+-- name: stuck_count
+SELECT COUNT(*) AS n FROM items WHERE state_class = 'work' AND updated_at < :before;

@@ -6,3 +6,80 @@ SELECT a.value->>'outcome' AS outcome, COUNT(*) AS n
 FROM items CROSS JOIN LATERAL json_array_elements(items.attempt_log) AS a(value)
 GROUP BY outcome
 ORDER BY outcome;
+
+-- The stopped items of the inbox. `since`: when the item entered its current stop state (the
+-- last event that changed the state; an approval short of the count does not). `sev`: the rank
+-- of data.severity (core/severity.py; absent: normal). `haystack`: the text a search matches
+-- (automation/key and the reason the item stopped), lower-cased; :text comes lower-cased.
+
+-- name: stop_page
+-- One page, keyset-paged: :sort is oldest (since, id), newest (since desc, id desc) or
+-- severity (sev desc, since, id); :after_* is the key of the last row of the previous page.
+WITH keyed AS (
+    SELECT items.*,
+        COALESCE(
+            (SELECT MAX(e.at) FROM events e
+             WHERE e.item_id = items.id AND (e.from_state IS NULL OR e.from_state <> e.to_state)),
+            items.created_at) AS since,
+        CASE items.data->>'severity' WHEN 'info' THEN 0 WHEN 'low' THEN 1 WHEN 'high' THEN 3
+            WHEN 'critical' THEN 4 ELSE 2 END AS sev,
+        LOWER(items.automation || '/' || items.key
+            || ' ' || COALESCE(items.data->'proposal'->>'action', '')
+            || ' ' || COALESCE(items.data->'proposal'->>'target', '')
+            || ' ' || COALESCE(items.data->'proposal'->>'rationale', '')
+            || ' ' || COALESCE(items.data->'report'->'data'->>'summary', '')
+            || ' ' || COALESCE(items.data->'exception'->>'owner', '')
+            || ' ' || COALESCE(items.data->'exception'->>'why', '')
+            || ' ' || COALESCE(items.data->'account'->'last_error'->>'class', '')
+            || ' ' || COALESCE(items.data->'account'->'last_error'->>'message', '')
+            || ' ' || COALESCE(items.data->'revision'->'failure'->>'reasons', '')) AS haystack
+    FROM items
+    WHERE items.state_class = 'stop'
+      AND (CAST(:state AS TEXT) IS NULL OR items.state = CAST(:state AS TEXT))
+      AND (CAST(:automation AS TEXT) IS NULL OR items.automation = CAST(:automation AS TEXT))
+)
+SELECT * FROM keyed
+WHERE (CAST(:text AS TEXT) IS NULL OR strpos(haystack, CAST(:text AS TEXT)) > 0)
+  AND (CAST(:stopped_before AS timestamptz) IS NULL OR since < CAST(:stopped_before AS timestamptz))
+  AND (CAST(:after_id AS TEXT) IS NULL
+    OR (CAST(:sort AS TEXT) = 'oldest' AND (since > CAST(:after_since AS timestamptz) OR (since = CAST(:after_since AS timestamptz) AND id > CAST(:after_id AS TEXT))))
+    OR (CAST(:sort AS TEXT) = 'newest' AND (since < CAST(:after_since AS timestamptz) OR (since = CAST(:after_since AS timestamptz) AND id < CAST(:after_id AS TEXT))))
+    OR (CAST(:sort AS TEXT) = 'severity' AND (sev < CAST(:after_sev AS INTEGER) OR (sev = CAST(:after_sev AS INTEGER)
+        AND (since > CAST(:after_since AS timestamptz) OR (since = CAST(:after_since AS timestamptz) AND id > CAST(:after_id AS TEXT)))))))
+ORDER BY
+    CASE WHEN CAST(:sort AS TEXT) = 'severity' THEN sev ELSE 0 END DESC,
+    CASE WHEN CAST(:sort AS TEXT) = 'newest' THEN since END DESC,
+    CASE WHEN CAST(:sort AS TEXT) = 'newest' THEN id END DESC,
+    since, id
+LIMIT :limit;
+
+-- name: stop_counts
+-- How many stopped items match the same filters, by state, and the earliest `since` of each.
+WITH keyed AS (
+    SELECT items.*,
+        COALESCE(
+            (SELECT MAX(e.at) FROM events e
+             WHERE e.item_id = items.id AND (e.from_state IS NULL OR e.from_state <> e.to_state)),
+            items.created_at) AS since,
+        CASE items.data->>'severity' WHEN 'info' THEN 0 WHEN 'low' THEN 1 WHEN 'high' THEN 3
+            WHEN 'critical' THEN 4 ELSE 2 END AS sev,
+        LOWER(items.automation || '/' || items.key
+            || ' ' || COALESCE(items.data->'proposal'->>'action', '')
+            || ' ' || COALESCE(items.data->'proposal'->>'target', '')
+            || ' ' || COALESCE(items.data->'proposal'->>'rationale', '')
+            || ' ' || COALESCE(items.data->'report'->'data'->>'summary', '')
+            || ' ' || COALESCE(items.data->'exception'->>'owner', '')
+            || ' ' || COALESCE(items.data->'exception'->>'why', '')
+            || ' ' || COALESCE(items.data->'account'->'last_error'->>'class', '')
+            || ' ' || COALESCE(items.data->'account'->'last_error'->>'message', '')
+            || ' ' || COALESCE(items.data->'revision'->'failure'->>'reasons', '')) AS haystack
+    FROM items
+    WHERE items.state_class = 'stop'
+      AND (CAST(:state AS TEXT) IS NULL OR items.state = CAST(:state AS TEXT))
+      AND (CAST(:automation AS TEXT) IS NULL OR items.automation = CAST(:automation AS TEXT))
+)
+SELECT state, COUNT(*) AS n, MIN(since) AS oldest FROM keyed
+WHERE (CAST(:text AS TEXT) IS NULL OR strpos(haystack, CAST(:text AS TEXT)) > 0)
+  AND (CAST(:stopped_before AS timestamptz) IS NULL OR since < CAST(:stopped_before AS timestamptz))
+GROUP BY state
+ORDER BY state;

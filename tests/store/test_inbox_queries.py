@@ -1,0 +1,160 @@
+"""The inbox's queries of the insights port, on SQLite and on PostgreSQL: keyset pages that stay
+put while items arrive, search, severity order, the time an item entered its stop state (which
+an approval short of the count leaves alone), the overdue filter and stuck work."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from helpers import T0, decide_at, discover, stay, stop_in_exception
+from stopline.core.commands import Approve, Observe, Propose
+from stopline.core.decide import decide
+from stopline.core.policy import ApprovalPolicy, ApprovalRule, Policy
+from stopline.core.records import Actor, Item
+from stopline.core.step import Context
+from stopline.store import Store
+from stopline.store.insights import MAX_PAGE, StopQuery, StopRow
+
+S = timedelta(seconds=1)
+TWO = Policy(approval=ApprovalPolicy(default=ApprovalRule(roles=("approver",), approvals=2)))
+
+
+def awaiting(
+    store: Store, key: str, at: datetime, severity: str | None = None, automation: str = "auto"
+) -> Item:
+    """``automation/key`` through observe and propose (needing two approvals) at ``at``."""
+    discover(store, key, at=at, automation=automation, policy=TWO)
+    item = store.claim("w1", at, 30.0)
+    assert item is not None and item.key == key
+    observed = decide_at(item, Observe("w1", item.lease_token, {"cpu": 99}, at), at, TWO)
+    assert observed.after is not None and store.apply(observed)
+    item = store.claim("w1", at, 30.0)
+    assert item is not None and item.key == key
+    command = Propose("w1", item.lease_token, "restart", "api", {"n": 1}, "cpu high", severity)
+    proposed = decide_at(item, command, at, TWO)
+    assert proposed.after is not None and store.apply(proposed), proposed.reasons
+    return proposed.after
+
+
+def walk(store: Store, query: StopQuery) -> list[StopRow]:
+    """Every page of ``query``, in order."""
+    rows: list[StopRow] = []
+    while True:
+        page = store.insights.stop_page(query)
+        rows += page
+        if len(page) < query.limit:
+            return rows
+        query = StopQuery(**{**query.__dict__, "after": page[-1].key})
+
+
+def ids(rows: list[StopRow]) -> list[str]:
+    return [r.item.id for r in rows]
+
+
+def test_keyset_pages_cover_every_item_once_while_items_arrive(store: Store) -> None:
+    for n in range(12):
+        stop_in_exception(store, f"k{n:02d}", T0 + n * S)
+    query = StopQuery(limit=5)
+    first = store.insights.stop_page(query)
+    assert [r.item.key for r in first] == ["k00", "k01", "k02", "k03", "k04"]
+    # New items arrive between pages: older-looking keys, and one stopped at the same time
+    # as the last row of the page (the id breaks the tie).
+    stop_in_exception(store, "a-late", T0 + 20 * S)
+    stop_in_exception(store, "k04b", T0 + 4 * S)
+    rest = walk(store, StopQuery(limit=5, after=first[-1].key))
+    keys = [r.item.key for r in first + rest]
+    early, late = [f"k{n:02d}" for n in range(5)], [f"k{n:02d}" for n in range(5, 12)]
+    assert keys == [*early, "k04b", *late, "a-late"]
+    assert len(set(keys)) == len(keys)
+
+
+def test_newest_and_severity_orders(store: Store) -> None:
+    awaiting(store, "low", T0, "low")
+    awaiting(store, "crit", T0 + S, "critical")
+    awaiting(store, "plain", T0 + 2 * S)
+    awaiting(store, "crit2", T0 + 3 * S, "critical")
+    stop_in_exception(store, "exc", T0 + 4 * S)
+    newest = walk(store, StopQuery(sort="newest", limit=2))
+    assert [r.item.key for r in newest] == ["exc", "crit2", "plain", "crit", "low"]
+    by_severity = walk(store, StopQuery(sort="severity", limit=2))
+    assert [(r.item.key, r.severity) for r in by_severity] == [
+        ("crit", "critical"),
+        ("crit2", "critical"),
+        ("plain", "normal"),
+        ("exc", "normal"),
+        ("low", "low"),
+    ]
+
+
+def test_search_matches_key_automation_and_the_reason(store: Store) -> None:
+    stop_in_exception(store, "INC-7", T0)  # why: "unclear", owner "ops"
+    awaiting(store, "cert-prod", T0 + S, "critical", automation="certs")
+    found = {
+        text: [r.item.key for r in store.insights.stop_page(StopQuery(text=text))]
+        for text in ("inc-7", "CERTS/", "unclear", "cpu HIGH", "restart", "nothing like it")
+    }
+    assert found == {
+        "inc-7": ["INC-7"],
+        "CERTS/": ["cert-prod"],
+        "unclear": ["INC-7"],
+        "cpu HIGH": ["cert-prod"],
+        "restart": ["cert-prod"],
+        "nothing like it": [],
+    }
+    counts = store.insights.stop_counts(StopQuery(text="unclear"))
+    assert [(c.state, c.count) for c in counts] == [("exception", 1)]
+    # Characters with a meaning in LIKE patterns are plain text here.
+    assert store.insights.stop_page(StopQuery(text="%")) == []
+    assert store.insights.stop_page(StopQuery(text="_")) == []
+
+
+def test_a_partial_approval_keeps_the_time_the_item_stopped(store: Store) -> None:
+    item = awaiting(store, "two", T0)
+    actors = {"ann": Actor("ann", frozenset({"approver"}))}
+    digest = item.doc("proposal")["digest"]
+    decision = decide(item, Approve("ann", digest), Context(T0 + 60 * S, TWO, actors))
+    assert decision.after is not None and store.apply(decision)
+    assert decision.after.state.value == "awaiting_approval"
+    assert decision.after.updated_at == T0 + 60 * S
+    assert store.insights.stopped_since(item.id) == T0
+    (row,) = store.insights.stop_page(StopQuery())
+    assert row.since == T0
+    # An event that leaves the item in its state (a reconcile) keeps it too.
+    exc = stop_in_exception(store, "e", T0 + 5 * S)
+    stay(store, exc, T0 + 90 * S)
+    assert store.insights.stopped_since(exc.id) == T0 + 5 * S
+    assert store.insights.stopped_since("no-such-item") is None
+
+
+def test_overdue_filter_and_counts_use_the_stop_time(store: Store) -> None:
+    old = stop_in_exception(store, "old", T0)
+    stop_in_exception(store, "new", T0 + 100 * S)
+    stay(store, old, T0 + 200 * S)
+    before = StopQuery(stopped_before=T0 + 50 * S)
+    assert [r.item.key for r in store.insights.stop_page(before)] == ["old"]
+    (count,) = store.insights.stop_counts(before)
+    assert (count.state, count.count, count.oldest) == ("exception", 1, T0)
+    assert store.insights.stop_page(StopQuery(state="awaiting_approval")) == []
+    assert [r.item.key for r in store.insights.stop_page(StopQuery(automation="auto"))] == [
+        "old",
+        "new",
+    ]
+
+
+def test_page_size_is_bounded(store: Store) -> None:
+    stop_in_exception(store, "one", T0)
+    assert len(store.insights.stop_page(StopQuery(limit=10**9))) == 1
+    assert MAX_PAGE <= 500
+
+
+def test_stuck_work_lists_work_items_that_have_not_moved(store: Store) -> None:
+    stop_in_exception(store, "stopped", T0)  # stopped, not work
+    for n in range(5):
+        discover(store, f"w{n}", at=T0 + n * S)
+    before = T0 + 3 * S
+    assert store.insights.stuck_count(before) == 3
+    first = store.insights.stuck_work(before, limit=2)
+    assert [i.key for i in first] == ["w0", "w1"]
+    rest = store.insights.stuck_work(before, (first[-1].updated_at, first[-1].id), limit=2)
+    assert [i.key for i in rest] == ["w2"]
+    assert store.insights.stuck_work(T0) == []
