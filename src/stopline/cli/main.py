@@ -359,7 +359,7 @@ def cmd_completion(args: argparse.Namespace, store: None, out: Out) -> int:
 
 def cmd_serve(args: argparse.Namespace, store: Store, out: Out) -> int:
     try:
-        from ..http.server import serve  # type: ignore[import-not-found,unused-ignore]
+        from ..server.run import serve  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
         raise UsageError(
             f"the server needs the server extra: pip install 'stopline[server]' ({exc})"

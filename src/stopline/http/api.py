@@ -2,12 +2,11 @@
 
 Status codes: 200 ``applied``/``zero_write``, 409 ``refused`` (with every reason), 422 malformed
 input, 401 no valid bearer token, 403 a viewer or a read-only server, 404 no such item (reads),
-413 a body over the limit (see :mod:`stopline.http.limits`).
+413 a body over the limit (see :mod:`stopline.server.guard`).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -23,15 +22,14 @@ from ..core import limits
 from ..core.decision import Outcome
 from ..core.records import Actor, Item
 from ..core.states import State, StateClass
+from ..server.access import authenticate
+from ..server.item_ref import ITEM_RE
+from ..server.state import Shared, shared
 from ..views import event_view, item_view, summary_view
-from .access import authenticate
-from .state import Shared, shared
 
 STATES = [s.value for s in State]
 CLASSES = [c.value for c in StateClass]
 MAX_LIMIT = 1000
-ITEM_PATTERN = "^[A-Za-z0-9_@:-][A-Za-z0-9_.@:-]{0,199}$"
-ITEM_RE = re.compile(ITEM_PATTERN)
 
 
 def error(status: int, code: str, message: str, problems: list[str] | None = None) -> JSONResponse:

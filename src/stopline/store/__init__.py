@@ -7,10 +7,19 @@ import re
 import sqlite3
 from pathlib import Path
 
-from .errors import NoDatabase, SchemaMismatch, StoreError, Unreachable, UnsupportedURL
+from .errors import (
+    NoDatabase,
+    SchemaMismatch,
+    StoreError,
+    Unreachable,
+    UnsupportedURL,
+    connection_errors,
+)
 from .insights import Insights
+from .outbox import STATUSES as NOTIFICATION_STATUSES
 from .outbox import Outbox
 from .protocol import Store
+from .sqlite import sqlite_path
 
 DEFAULT_URL = "sqlite:///stopline.db"
 ENV_URL = "STOPLINE_DATABASE_URL"
@@ -50,7 +59,7 @@ def open_store(
     resolved = database_url(url)
     store: Store
     if resolved.startswith("sqlite:"):
-        from .sqlite import SQLiteStore, sqlite_path
+        from .sqlite import SQLiteStore
 
         path, _ = sqlite_path(resolved)
         if not create and not Path(path).is_file():
@@ -90,6 +99,7 @@ def open_store(
 __all__ = [
     "DEFAULT_URL",
     "ENV_URL",
+    "NOTIFICATION_STATUSES",
     "Insights",
     "NoDatabase",
     "Outbox",
@@ -98,7 +108,9 @@ __all__ = [
     "StoreError",
     "Unreachable",
     "UnsupportedURL",
+    "connection_errors",
     "database_url",
     "open_store",
     "redacted",
+    "sqlite_path",
 ]

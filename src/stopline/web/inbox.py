@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..core.states import STOP_STATES
-from ..http.state import Shared
+from ..server.state import Shared
 from . import present
 from .page import visit
 

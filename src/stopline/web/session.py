@@ -15,8 +15,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..core.records import Actor
-from ..http.state import Shared
 from ..registrar import hash_token
+from ..server.state import Shared
 
 COOKIE = "stopline_session"
 MAX_AGE = 12 * 3600
