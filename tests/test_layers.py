@@ -11,6 +11,7 @@ from pathlib import Path
 from stopline.store.queries import load
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "stopline"
+TESTS = Path(__file__).resolve().parent
 # What the pure core may not touch: clocks, randomness, processes, files, network, databases.
 IO_MODULES = {
     "os",
@@ -232,6 +233,38 @@ def test_only_the_store_holds_sql_or_opens_a_connection() -> None:
             for name in names:
                 if name.split(".")[0] in DRIVERS:
                     found.append(f"{module}:{node.lineno} imports {name}")
+    assert found == []
+
+
+def store_private_members() -> set[str]:
+    """Every ``_name`` the store's classes define or set on ``self``."""
+    found = set()
+    for path in (SRC / "store").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            name = ""
+            if isinstance(node, ast.FunctionDef):
+                name = node.name
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                name = node.attr if node.value.id == "self" else ""
+            if name.startswith("_") and not name.startswith("__"):
+                found.add(name)
+    return found
+
+
+def test_no_module_outside_the_store_uses_its_raw_access_and_no_test_its_private_members() -> None:
+    """``stopline.store.raw`` (direct table access) is for tests only; tests in turn use it,
+    or the public ports, and never a store's private members."""
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        if not path.is_relative_to(SRC / "store"):
+            found += [f"{path.name} imports {m}" for m in imported(SRC, path) if "store.raw" in m]
+    private = store_private_members()
+    assert {"_read", "_write", "_item_params", "_listen_conn"} <= private
+    for path in sorted(TESTS.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            on_self = isinstance(node, ast.Attribute) and ast.unparse(node.value) == "self"
+            if isinstance(node, ast.Attribute) and node.attr in private and not on_self:
+                found.append(f"{path.relative_to(TESTS)}:{node.lineno} uses .{node.attr}")
     assert found == []
 
 

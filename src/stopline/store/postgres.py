@@ -255,6 +255,12 @@ class PostgresStore(SQLStore):
             self._listen_lock.release()
         time.sleep(max(0.0, deadline - time.monotonic()))
 
+    @property
+    def listening(self) -> psycopg.Connection[Any] | None:
+        """The session that listens for new work (None before the first wait): read only, for
+        the tests that read its notifications or kill it."""
+        return self._listen_conn
+
     def _listener(self) -> psycopg.Connection[Any]:
         """The listening connection (opened on first use; the caller holds the lock)."""
         if self._listen_conn is None or self._listen_conn.closed:
