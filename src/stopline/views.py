@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from .commands.hints import next_commands as hints
+from .core.approval_outlook import Outlook, approval_outlook
 from .core.canonical import format_time, to_plain
 from .core.delivery import readback_verified
-from .core.explain import Outlook, approval_outlook
 from .core.records import Actor, Event, Item
 from .core.states import State
 

@@ -3,7 +3,7 @@
 ``python -m stopline.cli.docgen`` (re)writes both; ``--check`` writes nothing and exits 1 when
 either file differs from what is generated. Every command, flag, field and limit comes from
 the parser and :mod:`stopline.commands.table`; every reason code from
-:data:`stopline.core.explain.MEANINGS`; the exit statuses and environment variables from the
+:data:`stopline.core.reason_meanings.MEANINGS`; the exit statuses and environment variables from the
 tables below (a test holds :data:`ENVIRONMENT` to every ``STOPLINE_*`` name in the source).
 """
 
@@ -19,7 +19,8 @@ from ..commands.entry import Entry, Shell
 from ..commands.fields import Field, Type
 from ..commands.schema import value_schema
 from ..commands.table import exposed
-from ..core.explain import MEANINGS, MIN_PREFIX
+from ..core.proposal_diff import MIN_PREFIX
+from ..core.reason_meanings import MEANINGS
 from ..core.reasons import Reason
 from .completion import commands
 
