@@ -13,19 +13,18 @@ import pytest
 import rfc8785
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from stopline.core.fast_digest import fast_digest
 
 from stopline.core.artifacts import Artifact, Asset, Readback, content_hash
 from stopline.core.canonical import (
     CanonicalError,
     canonical_json,
     digest,
-    fast_digest,
     format_time,
-    freeze,
     parse_time,
-    thaw,
     to_plain,
 )
+from stopline.core.frozen import freeze, thaw
 
 from .helpers import Harness, art
 

@@ -23,8 +23,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from stopline.core.canonical import freeze, thaw
 from stopline.core.decision import Decision
+from stopline.core.frozen import freeze, thaw
 from stopline.core.records import Event, Item
 from stopline.store import open_store, raw
 

@@ -25,9 +25,10 @@ from typing import Any
 
 import httpx
 
-from stopline.core.canonical import digest, format_time, freeze
+from stopline.core.canonical import digest, format_time
 from stopline.core.commands import Approve
 from stopline.core.decide import decide
+from stopline.core.frozen import freeze
 from stopline.core.integrity import proposal_body
 from stopline.core.step import Context
 from stopline.store import raw

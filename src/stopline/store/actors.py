@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from ..core.canonical import freeze
+from ..core.frozen import freeze
 from ..core.ledger import REGISTRY, item_ledger_findings, registry_against
 from ..core.policy import Policy
 from ..core.records import Actor

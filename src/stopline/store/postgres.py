@@ -45,8 +45,9 @@ from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Json
 from psycopg_pool import ConnectionPool
 
-from ..core.canonical import CanonicalError, storage_json
+from ..core.canonical import CanonicalError
 from ..core.decision import Decision
+from ..core.frozen import storage_json
 from ..core.ledger import ledger_kind
 from .base import SQLStore
 

@@ -10,7 +10,8 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
-from ..core.canonical import format_time, freeze, load_frozen, parse_time, storage_json
+from ..core.canonical import format_time, parse_time
+from ..core.frozen import freeze, load_frozen, storage_json
 from ..core.ledger import LedgerEntry
 from ..core.records import Actor, Event, Item
 from ..core.states import State
