@@ -7,8 +7,8 @@ from typing import Any
 
 from .commands.hints import next_commands as hints
 from .core.approval_outlook import Outlook, approval_outlook
+from .core.artifact_records import readback_verified
 from .core.canonical import format_time, to_plain
-from .core.delivery import readback_verified
 from .core.records import Actor, Event, Item
 from .core.states import State
 

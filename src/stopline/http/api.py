@@ -18,7 +18,7 @@ from ..commands.entry import Entry, Shell, check_idempotency_key, validate
 from ..commands.perform import Performed, perform
 from ..commands.runners import RunOptions
 from ..commands.table import exposed
-from ..core import limits
+from ..core import json_input, limits
 from ..core.decision import Outcome
 from ..core.records import Actor, Item
 from ..core.states import State, StateClass
@@ -203,7 +203,7 @@ def parse_json(raw: bytes) -> tuple[Any, str | None]:
         return {}, None
     # The input limits of docs/records.md: NaN, 1e999, integers beyond ±(2**53 - 1) (which the
     # canonical form cannot hold), lone surrogates, bad UTF-8 and deep nesting are all 422.
-    value, violations = limits.parse_json(raw)
+    value, violations = json_input.parse_json(raw)
     if violations:
         kind = "is not valid JSON" if violations[0].limit == limits.SYNTAX else "breaks the limits"
         return None, f"the body {kind}: " + "; ".join(map(str, violations))
