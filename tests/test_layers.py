@@ -300,3 +300,12 @@ def test_the_shells_build_core_commands_only_through_the_command_table() -> None
                     base = _module_of(node.level, node.module or "", path)
                     names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
                 assert "stopline.core.commands" not in names, f"{shell}/{path.name}"
+
+
+MAX_MODULE_LINES = 400
+
+
+def test_every_module_is_small() -> None:
+    """No module grows past about 400 lines: split it into modules named for what they hold."""
+    sizes = {str(p.relative_to(SRC)): len(p.read_text().splitlines()) for p in SRC.rglob("*.py")}
+    assert {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES} == {}
