@@ -4,6 +4,8 @@ the intent to write an object, its binding to a remote identity, and the write's
 
 from __future__ import annotations
 
+from typing import Any
+
 from .artifact_records import artifacts_of, listed
 from .canonical import format_time
 from .commands import Bind, Delivered, Intent
@@ -47,22 +49,12 @@ def decide_intent(item: Item, command: Intent, ctx: Context) -> Decision:
         "at": format_time(ctx.now),
         "delivery_seq": item.doc("delivery_seq") or 0,
     }
-    artifacts[command.key] = record
-    return transition(
-        item,
-        Cmd.INTENT,
-        item.state,
-        ctx,
-        actor=command.worker,
-        keep_lease=True,
-        data={"artifacts": listed(artifacts)},
-        digests={"content": record["content_hash"]},
-        detail={
-            "key": command.key,
-            "operation": command.operation,
-            "idempotency_key": command.idempotency_key,
-        },
-    )
+    detail = {
+        "key": command.key,
+        "operation": command.operation,
+        "idempotency_key": command.idempotency_key,
+    }
+    return _artifact_recorded(item, Cmd.INTENT, command, ctx, record, detail)
 
 
 def decide_bind(item: Item, command: Bind, ctx: Context) -> Decision:
@@ -97,17 +89,32 @@ def decide_bind(item: Item, command: Bind, ctx: Context) -> Decision:
         last_op=command.operation,
         bound_at=format_time(ctx.now),
     )
+    detail = {"key": command.key, "operation": command.operation, "remote_id": command.remote_id}
+    return _artifact_recorded(item, Cmd.BIND, command, ctx, record, detail)
+
+
+def _artifact_recorded(
+    item: Item,
+    cmd: Cmd,
+    command: Intent | Bind,
+    ctx: Context,
+    record: dict[str, Any],
+    detail: dict[str, Any],
+) -> Decision:
+    """A worker's durable boundary of one artifact: its record replaced, the state and the
+    lease kept."""
+    artifacts = artifacts_of(item)
     artifacts[command.key] = record
     return transition(
         item,
-        Cmd.BIND,
+        cmd,
         item.state,
         ctx,
         actor=command.worker,
         keep_lease=True,
         data={"artifacts": listed(artifacts)},
         digests={"content": record["content_hash"]},
-        detail={"key": command.key, "operation": command.operation, "remote_id": command.remote_id},
+        detail=detail,
     )
 
 
