@@ -14,7 +14,7 @@ from stopline.core.decision import Decision, Outcome
 from stopline.core.policy import Policy
 from stopline.core.records import Event, Item
 from stopline.core.step import Context
-from stopline.store import Store
+from stopline.store import Store, raw
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
 
@@ -44,9 +44,8 @@ def dump(store: Store) -> dict[str, list[Row]]:
 
     Two dumps are equal exactly when no such row was added, removed or changed.
     """
-    raw: Any = store  # a SQLStore: the dump reads its tables directly
     out: dict[str, list[Row]] = {}
-    with raw._read() as cur:
+    with raw.reading(store) as cur:  # the dump reads the tables directly
         cur.execute(_TABLES[store.dialect])
         names = sorted(str(r["name"]) for r in cur.fetchall())
         for name in names:
@@ -60,8 +59,7 @@ def dump(store: Store) -> dict[str, list[Row]]:
 
 def count(store: Store, table: str) -> int:
     """The number of rows in ``table``."""
-    raw: Any = store
-    with raw._read() as cur:
+    with raw.reading(store) as cur:
         cur.execute(f'SELECT COUNT(*) AS n FROM "{table}"')
         return int(cur.fetchone()["n"])
 

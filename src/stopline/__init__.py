@@ -1,6 +1,9 @@
 """stopline: a fail-closed controller for recurring automations.
 
-The public API is what this module exports (pinned by ``tests/test_public_api.py``).
+The public API is what this module exports (``__all__``, the names the README and the docs
+use, pinned by ``tests/test_public_api.py``) and the target adapters of
+:mod:`stopline.targets`. Every other module is internal: ``dir(stopline)`` does not list them,
+and they may change without notice.
 """
 
 from __future__ import annotations
@@ -9,9 +12,9 @@ from .controller import Controller
 from .core.artifacts import Artifact, Asset
 from .core.commands import QAResult
 from .core.decision import Decision, Outcome
-from .core.policy import ApprovalPolicy, ApprovalRule, DeliveryPolicy, Policy, RetryPolicy
+from .core.policy import ApprovalPolicy, ApprovalRule, DeliveryPolicy, RetryPolicy
 from .core.reasons import Reason
-from .core.states import State, StateClass
+from .core.states import State
 from .runtime.automation import App, Automation, Discovered, HookContext
 from .runtime.outcomes import (
     Deliver,
@@ -49,7 +52,6 @@ __all__ = [
     "NeedsEyes",
     "NothingToDo",
     "Outcome",
-    "Policy",
     "Proposal",
     "QAResult",
     "Reason",
@@ -57,10 +59,14 @@ __all__ = [
     "RetryLater",
     "RetryPolicy",
     "State",
-    "StateClass",
     "TerminalError",
     "TransientError",
     "open_store",
     "period_key",
     "run",
 ]
+
+
+def __dir__() -> list[str]:
+    """``dir(stopline)``: the public API, not the submodules imported along the way."""
+    return sorted(__all__)

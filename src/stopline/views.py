@@ -7,9 +7,9 @@ from typing import Any
 
 from .commands.hints import next_commands as hints
 from .core import severity
+from .core.approval_outlook import Outlook, approval_outlook
+from .core.artifact_records import readback_verified
 from .core.canonical import format_time, to_plain
-from .core.delivery import readback_verified
-from .core.explain import Outlook, approval_outlook
 from .core.records import Actor, Event, Item
 from .core.states import State
 
@@ -63,17 +63,24 @@ def artifact_view(record: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def item_view(item: Item, actors: Actors | None = None) -> dict[str, Any]:
-    """The ``stopline show --json`` object (docs/cli.md); with the registry ``actors``, the
-    proposal carries its ``outlook``."""
-    d = item.data
-    revision = d.get("revision")
+def identity(item: Item) -> dict[str, Any]:
+    """What names an item and where it stands, first in every view of it."""
     return {
         "id": item.id,
         "automation": item.automation,
         "key": item.key,
         "state": item.state.value,
         "state_class": item.state.state_class.value,
+    }
+
+
+def item_view(item: Item, actors: Actors | None = None) -> dict[str, Any]:
+    """The ``stopline show --json`` object (docs/cli.md); with the registry ``actors``, the
+    proposal carries its ``outlook``."""
+    d = item.data
+    revision = d.get("revision")
+    return {
+        **identity(item),
         "history_length": item.seq,
         "version": item.version,
         "created_at": format_time(item.created_at),
@@ -131,11 +138,7 @@ def summary_view(item: Item, actors: Actors | None = None) -> dict[str, Any]:
     proposal = item.doc("proposal")
     seen = outlook(item, actors)
     return {
-        "id": item.id,
-        "automation": item.automation,
-        "key": item.key,
-        "state": item.state.value,
-        "state_class": item.state.state_class.value,
+        **identity(item),
         "attempts": item.attempts,
         "max_attempts": item.max_attempts,
         "updated_at": format_time(item.updated_at),

@@ -19,13 +19,12 @@ from stopline.core.canonical import (
     CanonicalError,
     canonical_json,
     digest,
-    fast_digest,
     format_time,
-    freeze,
     parse_time,
-    thaw,
     to_plain,
 )
+from stopline.core.fast_digest import fast_digest
+from stopline.core.frozen import freeze, thaw
 
 from .helpers import Harness, art
 

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from stopline.core.artifacts import Artifact
-from stopline.core.canonical import freeze
 from stopline.core.commands import (
     Bind,
     Failure,
@@ -25,6 +24,7 @@ from stopline.core.commands import (
     Revise,
 )
 from stopline.core.decision import Outcome
+from stopline.core.frozen import freeze
 from stopline.core.policy import PUBLISH, DeliveryPolicy, Policy
 from stopline.core.states import State
 

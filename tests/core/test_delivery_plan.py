@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stopline.core.artifacts import Artifact
-from stopline.core.canonical import freeze
 from stopline.core.commands import Bind, Intent, Revise
 from stopline.core.delivery_plan import CREATE, UPDATE, keys_to_write, next_write, staged
+from stopline.core.frozen import freeze
 from stopline.core.records import Item
 from stopline.core.states import State
 

@@ -7,17 +7,12 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
+from stopline.core.approval_outlook import approval_outlook
 from stopline.core.commands import Approve, Close, Edit
-from stopline.core.explain import (
-    MEANINGS,
-    Case,
-    approval_outlook,
-    diff_lines,
-    explain,
-    matching,
-    proposal_diff,
-)
+from stopline.core.explain import Case, explain
 from stopline.core.policy import ApprovalPolicy, ApprovalRule, Policy
+from stopline.core.proposal_diff import diff_lines, matching, proposal_diff
+from stopline.core.reason_meanings import MEANINGS
 from stopline.core.reasons import Reason
 
 from .helpers import Harness
@@ -158,6 +153,6 @@ def test_the_diff_names_exactly_the_parameters_that_differ(a: dict, b: dict) -> 
 def test_the_prefix_length_is_the_one_the_fields_enforce() -> None:
     """The core's MIN_PREFIX and the digest field's minimum length are the same number."""
     from stopline.commands.fields import DIGEST, MIN_DIGEST_PREFIX
-    from stopline.core.explain import MIN_PREFIX
+    from stopline.core.proposal_diff import MIN_PREFIX
 
     assert MIN_PREFIX == MIN_DIGEST_PREFIX == DIGEST.min_length

@@ -18,15 +18,9 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stopline.core.canonical import (
-    CanonicalError,
-    FrozenDict,
-    canonical_json,
-    digest,
-    fast_digest,
-    format_float,
-    freeze,
-)
+from stopline.core.canonical import CanonicalError, canonical_json, digest, format_float
+from stopline.core.fast_digest import fast_digest
+from stopline.core.frozen import FrozenDict, freeze
 from stopline.core.legacy_form import (
     digest_forms,
     digest_matches,

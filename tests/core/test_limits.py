@@ -16,14 +16,8 @@ from hypothesis import HealthCheck, given, settings
 
 from stopline.core.artifacts import Artifact, Asset
 from stopline.core.canonical import CanonicalError, canonical_json
-from stopline.core.limits import (
-    CODES,
-    DEFAULT,
-    Limits,
-    Violation,
-    check,
-    parse_json,
-)
+from stopline.core.json_input import parse_json
+from stopline.core.limits import CODES, DEFAULT, Limits, Violation, check
 from strategies import MAX_SAFE_INTEGER, hostile_json_texts, hostile_values, json_values, nest
 
 RECORDS_MD = Path(__file__).resolve().parents[2] / "docs" / "records.md"

@@ -23,10 +23,10 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from stopline.core.canonical import freeze, thaw
 from stopline.core.decision import Decision
+from stopline.core.frozen import freeze, thaw
 from stopline.core.records import Event, Item
-from stopline.store import open_store
+from stopline.store import open_store, raw
 
 # ``stopline.core.integrity`` and ``.ledger`` are imported where they are used: the regression
 # tests of issue 10 import this module on the code from before them, too.
@@ -73,7 +73,7 @@ class Attacker:
     def transaction(self) -> Iterator[Any]:
         """One write transaction with the append-only triggers off (and back on at its end)."""
         guards = {n: c for n, c in _SQLITE_GUARDS.items() if n.split("_")[0] in self.guarded}
-        with self.store._write() as cur:
+        with raw.writing(self.store) as cur:
             if self.dialect == "sqlite":
                 for name in guards:
                     cur.execute(f"DROP TRIGGER IF EXISTS {name}")
@@ -93,16 +93,16 @@ class Attacker:
             return int(cur.rowcount)
 
     def rows(self, statement: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        with self.store._read() as cur:
+        with raw.reading(self.store) as cur:
             cur.execute(self._sql(statement), dict(params or {}))
             return [dict(r) for r in cur.fetchall()]
 
     def json(self, value: Any) -> Any:
         """A value for a JSON column."""
-        return self.store._json(value)
+        return raw.json_value(self.store, value)
 
     def time(self, value: datetime) -> Any:
-        return self.store._time(value)
+        return raw.time_value(self.store, value)
 
     # --- items and events -------------------------------------------------------------------
 
@@ -125,7 +125,7 @@ class Attacker:
 
     def put_item(self, item: Item) -> None:
         """Every column of the item row, as given (the version is left to the caller)."""
-        params = self.store._item_params(item)
+        params = raw.item_row(self.store, item)
         columns = [k for k in params if k != "id"]
         assignments = ", ".join(f"{c} = :{c}" for c in columns)
         self.sql(f"UPDATE items SET {assignments} WHERE id = :id", params)
@@ -135,13 +135,13 @@ class Attacker:
 
     def put_event(self, event: Event) -> None:
         """Overwrite the stored event of the same item and sequence number."""
-        params = self.store._event_params(event)
+        params = raw.event_row(self.store, event)
         columns = [k for k in params if k not in ("item_id", "seq")]
         assignments = ", ".join(f"{c} = :{c}" for c in columns)
         self.sql(f"UPDATE events SET {assignments} WHERE item_id = :item_id AND seq = :seq", params)
 
     def insert_event(self, event: Event) -> None:
-        self.sql(self.store.q["insert_event"], self.store._event_params(event))
+        self.sql(self.store.q["insert_event"], raw.event_row(self.store, event))
 
     def rehash_chain(self, item: Item, events: list[Event], start: int) -> tuple[Item, list[Event]]:
         """Recompute the hash of every event from sequence ``start`` on (each linked to the one
@@ -178,7 +178,7 @@ class Attacker:
         kind = ledger_kind(decision.event)
         if ledger and kind is not None:
             with self.transaction() as cur:
-                self.store._ledger_event(cur, kind, decision.event)
+                raw.append_ledger_event(self.store, cur, kind, decision.event)
 
     # --- the registry ------------------------------------------------------------------------
 
@@ -187,4 +187,4 @@ class Attacker:
     ) -> None:
         """A registry event appended at the end of the chain with a correct hash."""
         with self.transaction() as cur:
-            self.store._append_registry(cur, subject, change, dict(detail), at)
+            raw.append_registry_event(self.store, cur, subject, change, detail, at)

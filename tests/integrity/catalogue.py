@@ -25,11 +25,13 @@ from typing import Any
 
 import httpx
 
-from stopline.core.canonical import digest, format_time, freeze
+from stopline.core.canonical import digest, format_time
 from stopline.core.commands import Approve
 from stopline.core.decide import decide
+from stopline.core.frozen import freeze
 from stopline.core.integrity import proposal_body
 from stopline.core.step import Context
+from stopline.store import raw
 from webhook_receiver import SECRET, Receiver
 
 from .attacker import Attacker
@@ -599,7 +601,7 @@ def item_cloned(a: Attacker, base: Base) -> None:
         )
     clone = replace(source, id=new_id, key="pay-cloned", data=freeze(data))
     clone, events = a.rehash_chain(clone, events, 1)
-    a.sql(a.store.q["insert_item"], a.store._item_params(clone))
+    a.sql(a.store.q["insert_item"], raw.item_row(a.store, clone))
     for event in events:
         a.insert_event(event)
 

@@ -30,7 +30,7 @@ import httpx
 import pytest
 
 from proc import Proc, run_cli, wait_for
-from stopline.store import open_store
+from stopline.store import open_store, raw
 
 from .apps.vault import ACTING, DRAFTS, read_log
 
@@ -173,9 +173,9 @@ class Vault:
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         """Rows of one read (``?`` placeholders, on either database)."""
-        store: Any = open_store(self.url, migrate=False)
+        store = open_store(self.url, migrate=False)
         try:
-            with store._read() as cur:
+            with raw.reading(store) as cur:
                 cur.execute(sql.replace("?", "%s") if store.dialect == "postgres" else sql, params)
                 return [dict(r) for r in cur.fetchall()]
         finally:

@@ -18,7 +18,7 @@ from helpers import dump
 from proc import wait_for
 from stopline.http import metrics
 from stopline.runtime.notifier import DEFAULT_RETRY, NotifySettings, notify_pending
-from stopline.store import open_store
+from stopline.store import open_store, raw
 from webhook_receiver import SECRET, Receiver, verify
 
 from .conftest import Demo, prepare_demo
@@ -131,9 +131,9 @@ def test_metrics_on_each_store(demo_url: str, receiver: Receiver) -> None:
 
 def notify_rows(url: str, table: str) -> int:
     """The number of rows in one of the notifier's tables."""
-    store: Any = open_store(url)
+    store = open_store(url)
     try:
-        with store._read() as cur:
+        with raw.reading(store) as cur:
             cur.execute(f"SELECT COUNT(*) AS n FROM {table}")
             return int(cur.fetchone()["n"])
     finally:

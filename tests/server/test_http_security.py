@@ -225,6 +225,37 @@ def test_session_cookie_flags(live: Server) -> None:
     assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
 
 
+def test_tampered_session_cookie_is_refused(demo: Demo, live: Server) -> None:
+    """A session cookie changed in any way (its payload, its signature, its purpose) signs
+    nobody in, and a form sent with it changes nothing."""
+    item = demo.item(MSG_1041)
+    browser = sign_in(live, demo.tokens["alice"])
+    page = browser.get(f"/items/{item.id}")
+    csrf = csrf_of(page.text)
+    cookie = browser.cookies["stopline_session"]
+    payload, _, rest = cookie.partition(".")
+    flipped = "A" if payload[-1] != "A" else "B"
+    forged = [
+        f"{payload[:-1]}{flipped}.{rest}",  # the payload changed
+        f"{payload}.{rest[:-1]}{'A' if rest[-1] != 'A' else 'B'}",  # the signature changed
+        f"{payload}.{rest}x",
+        csrf,  # a CSRF token is no cookie
+        "x" * 5000,
+    ]
+    with nothing_written(demo.url):
+        for value in forged:
+            with live.client(cookies={"stopline_session": value}) as client:
+                response = client.get("/inbox")
+                assert response.status_code == 303, value
+                assert response.headers["location"] == "/signin"
+                form = {"csrf": csrf, "reason": "tampered"}
+                assert client.post(f"/items/{item.id}/close", data=form).status_code == 403
+        # the cookie's value is no CSRF token either
+        form = {"csrf": cookie, "reason": "cookie as token"}
+        assert browser.post(f"/items/{item.id}/close", data=form).status_code == 403
+    assert browser.get("/inbox").status_code == 200  # the untouched cookie still works
+
+
 def test_no_state_change_on_get(demo: Demo, live: Server) -> None:
     item = demo.item(MSG_1041)
     browser = sign_in(live, demo.tokens["alice"])

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from stopline.http.server import is_loopback, serve
-from stopline.http.settings import Settings, SettingsError, parse_webhooks
+from stopline.server.run import is_loopback, serve
+from stopline.server.settings import Settings, SettingsError, parse_webhooks
 from stopline.store import open_store
 
 from .httphelp import server_env

@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
 
 import pytest
 
@@ -16,7 +15,7 @@ from stopline.core.decision import Decision, Outcome
 from stopline.core.policy import Policy, RetryPolicy
 from stopline.core.records import Actor, Item
 from stopline.core.states import State
-from stopline.store import SchemaMismatch, Store, open_store
+from stopline.store import SchemaMismatch, Store, open_store, raw
 from stopline.store.queries import migrations
 
 S = timedelta(seconds=1)
@@ -461,8 +460,10 @@ def test_the_event_log_is_append_only(store: Store) -> None:
     """UPDATE and DELETE on events are refused by the database itself."""
     discover(store, "k1")
     before = dump(store)
-    raw: Any = store  # a SQLStore: write around the store's own methods
     for statement in ("UPDATE events SET actor = 'forger'", "DELETE FROM events"):
-        with pytest.raises(Exception, match="append-only"), raw._write() as cur:
+        with (
+            pytest.raises(Exception, match="append-only"),
+            raw.writing(store) as cur,
+        ):  # around the store's own methods
             cur.execute(statement)
     assert dump(store) == before

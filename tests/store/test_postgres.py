@@ -14,7 +14,7 @@ import pytest
 
 from helpers import T0, decide_at, discover
 from stopline.core.commands import Failure, NeedsEyes
-from stopline.store import open_store
+from stopline.store import open_store, raw
 from stopline.store.postgres import CHANNEL, PostgresStore
 from stopline.store.queries import migrations
 
@@ -103,7 +103,7 @@ def test_a_transaction_broken_midway_is_neither_retried_nor_half_written(
     pg: PostgresStore, postgres_server: Any
 ) -> None:
     """A connection lost inside a write raises; nothing of the write is kept."""
-    with pytest.raises(psycopg.OperationalError), pg._write() as cur:
+    with pytest.raises(psycopg.OperationalError), raw.writing(pg) as cur:
         cur.execute(pg.q["set_schedule"], {"automation": "auto", "at": T0})
         cur.execute("SELECT pg_backend_pid() AS pid")
         kill(postgres_server.admin, [cur.fetchone()["pid"]])
@@ -125,7 +125,7 @@ def settle(store: PostgresStore) -> None:
     (each listener gets notifications in commit order)."""
     with psycopg.connect(store.url, autocommit=True) as conn:
         conn.execute("SELECT pg_notify(%s, 'settle')", (CHANNEL,))
-    listener = store._listen_conn
+    listener = store.listening
     assert listener is not None
     for note in listener.notifies(timeout=60):
         if note.payload == "settle":
@@ -171,7 +171,7 @@ def test_wait_for_work_survives_a_killed_listener(
 ) -> None:
     """If the listening session dies, the wait returns at once and listening resumes."""
     pg.wait_for_work(0)
-    listener = pg._listen_conn
+    listener = pg.listening
     assert listener is not None
     kill(postgres_server.admin, [listener.info.backend_pid])
     assert waited(pg, 10) < 5
@@ -181,7 +181,7 @@ def test_wait_for_work_survives_a_killed_listener(
 
 def test_claim_uses_the_due_index_at_scale(pg: PostgresStore) -> None:
     """With 10^5 items (10% work) the claim plans over the partial due index."""
-    with pg._write() as cur:
+    with raw.writing(pg) as cur:
         cur.execute(
             "INSERT INTO items (id, automation, key, state, state_class, version, seq, head,"
             " created_at, updated_at, attempts, max_attempts, next_eligible_at, data)"
@@ -192,7 +192,7 @@ def test_claim_uses_the_due_index_at_scale(pg: PostgresStore) -> None:
             " FROM generate_series(1, 100000) AS n",
             {"t": T0},
         )
-    with pg._read() as cur:
+    with raw.reading(pg) as cur:
         cur.execute("ANALYZE items")
         params = {
             "worker": "w",

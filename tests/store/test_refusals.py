@@ -16,7 +16,7 @@ from helpers import T0, discover, dump
 from stopline.controller import Controller
 from stopline.core.canonical import format_time
 from stopline.core.policy import Policy
-from stopline.store import Store, open_store
+from stopline.store import Store, open_store, raw
 
 S = timedelta(seconds=1)
 
@@ -33,8 +33,7 @@ class Ticking:
 
 
 def rows(store: Store) -> list[dict[str, Any]]:
-    raw: Any = store
-    with raw._read() as cur:
+    with raw.reading(store) as cur:
         cur.execute("SELECT * FROM refusals ORDER BY id")
         found = [dict(r) for r in cur.fetchall()]
     for row in found:
@@ -109,11 +108,8 @@ def test_the_migration_merges_the_rows_written_before_it(blank_store_url: str) -
     """Rows of the one-row-per-refusal audit are merged with their counts and times; a later
     refusal of the same kind is still counted."""
     store = open_store(blank_store_url, migrate=False, check=False)
-    raw: Any = store
     try:
-        for version, name, sql in raw._migrations:
-            if version < 5:
-                raw._apply_migration(version, name, sql)
+        raw.migrate_to(store, 4)
         item = discover(store, "k1")
         store.register_automation("auto", Policy(), T0)
         old = [("mallory", ["not_allowed"], 0), ("mallory", ["not_allowed"], 2), (None, ["x"], 1)]
@@ -121,16 +117,16 @@ def test_the_migration_merges_the_rows_written_before_it(blank_store_url: str) -
         insert = "INSERT INTO refusals (at, item_id, command, actor, reasons) VALUES ({})".format(
             ", ".join(mark.format(n) for n in ("at", "item_id", "command", "actor", "reasons"))
         )
-        with raw._write() as cur:
+        with raw.writing(store) as cur:
             for actor, reasons, seconds in old:
                 cur.execute(
                     insert,
                     {
-                        "at": raw._time(T0 + seconds * S),
+                        "at": raw.time_value(store, T0 + seconds * S),
                         "item_id": item.id,
                         "command": "approve",
                         "actor": actor,
-                        "reasons": raw._json(reasons),
+                        "reasons": raw.json_value(store, reasons),
                     },
                 )
         assert store.migrate() == [5]

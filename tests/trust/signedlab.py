@@ -20,7 +20,7 @@ import pytest
 
 from stopline.controller import Controller, utcnow
 from stopline.core.records import Item
-from stopline.store import Store, open_store
+from stopline.store import Store, open_store, raw
 from stopline.trust import admin
 from stopline.trust.authority import Trust
 from stopline.trust.keys import KeySigner
@@ -186,14 +186,12 @@ def findings_about(report: Any, ref: str) -> list[dict[str, str]]:
 def execute_sql(store: Store, sql: str, params: dict[str, Any] | None = None) -> None:
     """Run one statement around the store's own methods, as a database writer could
     (``:name`` parameters, written the PostgreSQL way there)."""
-    raw: Any = store
     if store.dialect == "postgres":
         sql = re.sub(r":(\w+)", r"%(\1)s", sql)
-    with raw._write() as cur:
+    with raw.writing(store) as cur:
         cur.execute(sql, params or {})
 
 
 def store_time(store: Store, at: datetime) -> Any:
     """A time as the store writes it into a column."""
-    raw: Any = store
-    return raw._time(at)
+    return raw.time_value(store, at)

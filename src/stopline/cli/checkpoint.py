@@ -27,7 +27,7 @@ from .errors import UsageError
 from .signing import host_trust, key_spec, named_signer, note, signer_for
 
 if TYPE_CHECKING:
-    from .main import Out
+    from .output import Out
 
 CHECKPOINT_ENV = "STOPLINE_CHECKPOINT"
 WEBHOOK_TIMEOUT = 30.0

@@ -17,8 +17,7 @@ from ..core.states import State
 from ..examples.demo import ACTORS, app, drafts_folder
 from ..runtime.runner import run
 from ..runtime.scheduler import Scheduler
-from ..store import Store, database_url, open_store, redacted
-from ..store.sqlite import sqlite_path
+from ..store import Store, database_url, open_store, redacted, sqlite_path
 from ..trust.authority import TRUST_ROOT_ENV
 from ..views import next_commands, summary_view, why
 from . import render

@@ -2,9 +2,10 @@
 
 ``python -m stopline.cli.docgen`` (re)writes both; ``--check`` writes nothing and exits 1 when
 either file differs from what is generated. Every command, flag, field and limit comes from
-the parser and :mod:`stopline.commands.table`; every reason code from
-:data:`stopline.core.explain.MEANINGS`; the exit statuses and environment variables from the
-tables below (a test holds :data:`ENVIRONMENT` to every ``STOPLINE_*`` name in the source).
+the parser and :mod:`stopline.commands.table` (the HTTP part in :mod:`.http_doc`); every
+reason code from :data:`stopline.core.reason_meanings.MEANINGS`; the exit statuses and
+environment variables from the tables below (a test holds :data:`ENVIRONMENT` to every
+``STOPLINE_*`` name in the source).
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..commands.entry import Entry, Shell
 from ..commands.fields import Field, Type
-from ..commands.schema import value_schema
-from ..commands.table import exposed
-from ..core.explain import MEANINGS, MIN_PREFIX
+from ..core.proposal_diff import MIN_PREFIX
+from ..core.reason_meanings import MEANINGS
 from ..core.reasons import Reason
 from .completion import commands
+from .http_doc import cell, http_markdown
 
 ROOT = Path(__file__).resolve().parents[3]
 CLI_DOC = ROOT / "docs" / "cli.md"
@@ -172,10 +172,6 @@ def _usage(name: str, parser: argparse.ArgumentParser) -> str:
     return " ".join(words + optional)
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
     node = parser
     for part in name.split(" "):
@@ -211,7 +207,7 @@ def cli_markdown(parser: argparse.ArgumentParser) -> str:
         "| status | means |",
         "| --- | --- |",
     ]
-    out += [f"| {code} | {_cell(text)} |" for code, text in EXIT_STATUSES]
+    out += [f"| {code} | {cell(text)} |" for code, text in EXIT_STATUSES]
     out += [
         "",
         "## Refusals",
@@ -250,11 +246,11 @@ def cli_markdown(parser: argparse.ArgumentParser) -> str:
         "| code | means |",
         "| --- | --- |",
     ]
-    out += [f"| `{r.value}` | {_cell(MEANINGS[r])} |" for r in Reason]
+    out += [f"| `{r.value}` | {cell(MEANINGS[r])} |" for r in Reason]
     out += ["", "## Commands", ""]
     for command in commands(parser):
         sub = _subparser(parser, command.name)
-        out += [f"### `stopline {command.name}`", "", _cell(command.help), ""]
+        out += [f"### `stopline {command.name}`", "", cell(command.help), ""]
         out += ["```", _usage(command.name, sub), "```", ""]
         rows = [
             (", ".join(a.option_strings), a.help or "")
@@ -263,17 +259,17 @@ def cli_markdown(parser: argparse.ArgumentParser) -> str:
         ]
         if rows:
             out += ["| flag | meaning |", "| --- | --- |"]
-            out += [f"| `{flag}` | {_cell(text)} |" for flag, text in rows]
+            out += [f"| `{flag}` | {cell(text)} |" for flag, text in rows]
             out.append("")
         if sub.epilog:
-            out += [_cell(sub.epilog), ""]
+            out += [cell(sub.epilog), ""]
     out += [
         "## Environment variables",
         "",
         "| variable | read by | meaning |",
         "| --- | --- | --- |",
     ]
-    out += [f"| `{n}` | {who} | {_cell(text)} |" for n, who, text in ENVIRONMENT]
+    out += [f"| `{n}` | {who} | {cell(text)} |" for n, who, text in ENVIRONMENT]
     out += [
         "",
         "## Shell completion",
@@ -284,86 +280,6 @@ def cli_markdown(parser: argparse.ArgumentParser) -> str:
         " ~/.config/fish/completions/stopline.fish`.",
         "",
     ]
-    return "\n".join(out)
-
-
-def _limits(field: Field) -> str:
-    schema = value_schema(field)
-    keep = {k: v for k, v in schema.items() if k not in ("pattern",)}
-    return _cell(json.dumps(keep, sort_keys=True))
-
-
-def _entry_section(entry: Entry) -> list[str]:
-    out = [
-        f"### `POST /api/items/{{item}}/{entry.name}`",
-        "",
-        _cell(entry.help) + f". Who: {entry.roles.value.replace('_', ' ')}.",
-        "",
-    ]
-    if entry.fields:
-        out += ["| field | required | type and limits | meaning |", "| --- | --- | --- | --- |"]
-        out += [
-            f"| `{f.name}` | {'yes' if f.required else 'no'} | `{_limits(f)}` | {_cell(f.help)} |"
-            for f in entry.fields
-        ]
-    else:
-        out.append("No body (or `{}`).")
-    out.append("")
-    if entry.idempotent:
-        out += ["Takes an `Idempotency-Key` header.", ""]
-    return out
-
-
-def http_markdown() -> str:
-    out = [
-        "# The HTTP API",
-        "",
-        "Generated from the command table by `python -m stopline.cli.docgen`; do not edit by"
-        " hand. A test fails when this file and the table disagree. `stopline serve` serves"
-        " it (with the web inbox and `GET /openapi.json`, the same API as OpenAPI 3.1).",
-        "",
-        "## Authentication",
-        "",
-        "Every request sends `Authorization: Bearer <token>`; `stopline actors token NAME`"
-        " prints one (shown once, only its hash is stored). The command is run as that actor:"
-        " a body never names one.",
-        "",
-        "## Status codes",
-        "",
-        "| status | means |",
-        "| --- | --- |",
-        "| 200 | `applied` or `zero_write` |",
-        "| 401 | no valid bearer token |",
-        "| 403 | a viewer (no role that may run a command), or a read-only server |",
-        "| 404 | no such item (reads) |",
-        "| 409 | `refused`, with every reason code and its explanation |",
-        "| 413 | a body over the limit (`STOPLINE_MAX_BODY`) |",
-        "| 422 | malformed input (a field, a filter, an idempotency key, a digest prefix);"
-        " nothing was run |",
-        "",
-        "## Reading",
-        "",
-        "- `GET /api/me`: the actor, their roles, whether they may command.",
-        "- `GET /api/items`: stopped and working items; filters `state`, `state_class`,"
-        " `automation`, `key`, `overdue` (true/false), `sort` (oldest/newest), `limit` (1 to"
-        " 1000). Each row carries `why`, `next` (the commands to type) and `approvable`"
-        " (`false`: a waiting proposal can never get its approvals; `null`: nothing waits).",
-        "- `GET /api/items/{item}`: one item (`item` is its id or `AUTOMATION/KEY`), as `stopline"
-        " show --json` prints it; a waiting proposal carries `outlook` (who may still approve,"
-        " who may not and why, whether it can still be approved).",
-        "- `GET /api/items/{item}/history`: its events, oldest first.",
-        "",
-        "## Commands",
-        "",
-        "Every command answers with the decision JSON: `decision` (`applied`, `zero_write`,"
-        " `refused`), `reasons`, `item`, `state`, `sequence`, and `explanation` and `details`"
-        " as [cli.md](cli.md#refusals) describes. The reason codes are listed in"
-        " [cli.md](cli.md#reason-codes). A digest may be sent as a prefix of at least"
-        f" {MIN_PREFIX} characters that names exactly one digest the item holds.",
-        "",
-    ]
-    for entry in exposed(Shell.HTTP):
-        out += _entry_section(entry)
     return "\n".join(out)
 
 

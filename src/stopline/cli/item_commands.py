@@ -24,7 +24,7 @@ from .errors import UsageError
 from .signing import add_key_option, controller_for, host_trust
 
 if TYPE_CHECKING:
-    from .main import Out
+    from .output import Out
 
 Handler = Callable[[argparse.Namespace, Store, "Out"], int]
 AddParser = Callable[

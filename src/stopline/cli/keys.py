@@ -26,7 +26,7 @@ from .errors import UsageError
 from .signing import host_trust, mode, mode_text, named_signer, note
 
 if TYPE_CHECKING:
-    from .main import Out
+    from .output import Out
 
 Handler = Callable[[argparse.Namespace, Store, "Out"], int]
 AddParser = Callable[..., argparse.ArgumentParser]

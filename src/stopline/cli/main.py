@@ -12,42 +12,29 @@ needs one that exists (exit 2 and how to create it, otherwise).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from .. import __version__
-from ..commands.perform import Performed
-from ..controller import Controller
-from ..core.decision import Outcome
-from ..core.names import InvalidName, check_actor_name
-from ..core.reasons import Reason
-from ..core.states import State
-from ..registrar import ActorError
 from ..store import ENV_URL, Store, StoreError, database_url, open_store
 from ..trust.authority import TrustError
-from ..verification import verify_store
-from ..views import event_view, item_view, next_commands, summary_view, why
-from . import completion, render
+from . import completion
+from .admin_commands import cmd_actors, cmd_demo, cmd_migrate, cmd_run, cmd_serve
 from .check import add_check_command
 from .checkpoint import (
     add_checkpoint_command,
     add_since_option,
-    held_since,
-    refuse_if_behind,
-    since_text,
 )
 from .completion import SHELLS
 from .errors import UsageError
 from .item_commands import add_item_commands
-from .keys import add_keys_commands, certified_actors, run_offline
-from .signing import add_key_option, controller_for, host_trust, mode, mode_text
+from .keys import add_keys_commands, run_offline
+from .output import EXIT_ERROR, EXIT_OK, EXIT_USAGE, Out
+from .read_commands import cmd_history, cmd_items, cmd_show, cmd_verify
+from .signing import add_key_option, host_trust
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REFUSED, EXIT_HOOKS = 0, 1, 2, 3, 4
 CONNECT_TIMEOUT = 5.0  # seconds: a database that does not answer by then is an error
 
 # How a command opens the database: ``create`` (and migrate) it, need an ``existing`` migrated
@@ -57,316 +44,9 @@ CREATE, EXISTING, RAW, NONE = "create", "existing", "raw", "none"
 SELF = "self"
 
 
-class Out:
-    def __init__(self, as_json: bool) -> None:
-        self.json = as_json
-
-    def doc(self, doc: Any, text: str) -> None:
-        try:
-            print(json.dumps(doc, sort_keys=True, ensure_ascii=False) if self.json else text)
-            sys.stdout.flush()
-        except BrokenPipeError:  # `stopline ... | head`: the reader left; the status stands
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-
-    def decision(self, done: Performed, controller: Controller | None = None) -> int:
-        decision = done.decision
-        assert decision is not None
-        text = render.decision_text(done)
-        if controller is not None and decision.item_id and not self.json:
-            item = controller.item(decision.item_id)
-            if Reason.PROPOSAL_DIGEST_MISMATCH in decision.reasons and item is not None:
-                # never an invitation to approve a digest nobody has read
-                text += f"\nnext: read the current proposal first: stopline show {item.id}"
-            elif item is not None:
-                hints = next_commands(item)
-                if hints:
-                    text += "\nnext:\n  " + "\n  ".join(hints)
-        self.doc(done.to_plain(), text)
-        return EXIT_REFUSED if decision.outcome is Outcome.REFUSED else EXIT_OK
-
-
-# --- commands -----------------------------------------------------------------------------
-
-
-def cmd_items(args: argparse.Namespace, store: Store, out: Out) -> int:
-    if args.state and args.state not in {s.value for s in State}:
-        raise UsageError(
-            f"unknown state {args.state!r}; one of {', '.join(s.value for s in State)}"
-        )
-    items = store.list_items(state=args.state, automation=args.automation, limit=args.limit)
-    actors = store.actors()
-    rows = [
-        (
-            i.id,
-            f"{i.automation}/{i.key}",
-            i.state.value,
-            f"{i.attempts}/{i.max_attempts}",
-            why(i, actors),
-        )
-        for i in items
-    ]
-    text = render.table(rows, ["ID", "ITEM", "STATE", "ATTEMPTS", "WHY"]) if rows else "no items"
-    out.doc({"items": [summary_view(i, actors) for i in items]}, text)
-    return EXIT_OK
-
-
-def _item_or_refuse(controller: Controller, ref: str, out: Out) -> Any:
-    item = controller.item(ref)
-    if item is None:
-        why = (
-            f"unknown_item: there is no item {ref} (name one by its id or as AUTOMATION/KEY,"
-            " as `stopline items` lists them)"
-        )
-        doc: dict[str, Any] = {
-            "decision": "refused",
-            "reasons": ["unknown_item"],
-            "item": ref,
-            "state": None,
-            "sequence": None,
-            "explanation": [why],
-            "details": {},
-        }
-        out.doc(doc, f"refused: no item {ref}\nreasons: unknown_item\n  - {why}")
-    return item
-
-
-def cmd_show(args: argparse.Namespace, store: Store, out: Out) -> int:
-    controller = Controller(store)
-    item = _item_or_refuse(controller, args.item, out)
-    if item is None:
-        return EXIT_REFUSED
-    actors = store.actors()
-    view = item_view(item, actors)
-    text = render.show_text(view, controller.clock(), why(item, actors))
-    hints = next_commands(item)
-    if hints:
-        text += "\nnext:\n  " + "\n  ".join(hints)
-    trust = host_trust()  # signed mode is the host's, never the database's
-    text += "\n" + mode_text(trust)
-    out.doc({**view, "mode": mode(trust)}, text)
-    return EXIT_OK
-
-
-def cmd_history(args: argparse.Namespace, store: Store, out: Out) -> int:
-    controller = Controller(store)
-    item = _item_or_refuse(controller, args.item, out)
-    if item is None:
-        return EXIT_REFUSED
-    events = store.history(item.id)
-    rows = [
-        (
-            str(e.seq),
-            e.at.strftime("%Y-%m-%d %H:%M:%S"),
-            e.command,
-            f"{e.from_state.value if e.from_state else '(new)'} -> {e.to_state.value}",
-            e.actor,
-            ", ".join(e.reasons),
-        )
-        for e in events
-    ]
-    text = render.table(rows, ["SEQ", "AT", "COMMAND", "TRANSITION", "BY", "REASONS"])
-    out.doc({"item": item.id, "events": [event_view(e) for e in events]}, text)
-    return EXIT_OK
-
-
-def cmd_verify(args: argparse.Namespace, store: Store, out: Out) -> int:
-    trust = host_trust()
-    report = verify_store(store, trust)
-    since = held_since(args.since, store) if args.since else None
-    if since is not None:
-        report.findings += since.findings
-    text = (
-        f"{'ok' if report.ok else 'PROBLEMS'}: {report.items} items, {report.events} events checked"
-        f" ({mode(trust)} mode)"
-    )
-    if since is not None:
-        text += "\n" + since_text(since)
-    if report.findings:
-        text += f"\n{len(report.findings)} findings:"
-        text += "\n" + "\n".join(f"  {f.text()}" for f in report.findings)
-    if report.incidents:
-        text += f"\n{len(report.incidents)} recorded incidents (stopped when found):"
-        text += "\n" + "\n".join(
-            f"  item {i['item']} event {i['seq']} ({i['command']})" for i in report.incidents
-        )
-    out.doc(report.to_plain(), text)
-    return EXIT_OK if report.ok else EXIT_REFUSED
-
-
-def cmd_migrate(args: argparse.Namespace, store: Store, out: Out) -> int:
-    applied = store.migrate()
-    version = store.schema_version()
-    out.doc(
-        {"applied": applied, "version": version},
-        f"schema at version {version}"
-        + (f" (applied {applied})" if applied else " (nothing to apply)"),
-    )
-    return EXIT_OK
-
-
-def cmd_actors(args: argparse.Namespace, store: Store, out: Out) -> int:
-    try:
-        return _actors(args, store, out)
-    except (ActorError, InvalidName) as exc:  # a malformed name or role: exit 2, no write
-        raise UsageError(str(exc)) from exc
-
-
-def _actors(args: argparse.Namespace, store: Store, out: Out) -> int:
-    trust = host_trust()
-    if trust is not None and args.actors_command in ("add", "revoke"):
-        raise UsageError(
-            f"signed mode: actors and roles come from certificates the trust root signed; use "
-            f"stopline keys {'certify' if args.actors_command == 'add' else 'revoke'} NAME ... "
-            "--root ROOTKEY"
-        )
-    if trust is not None and args.actors_command == "list":
-        return certified_actors(store, out, trust)
-    controller = Controller(store, trust=trust)
-    if args.actors_command == "add":
-        actor = controller.add_actor(args.name, args.role)
-        out.doc(
-            {"actor": actor.name, "roles": sorted(actor.roles), "active": actor.active},
-            f"actor {actor.name}: roles {', '.join(sorted(actor.roles))}",
-        )
-        return EXIT_OK
-    if args.actors_command == "list":
-        actors = store.actors()
-        rows = [
-            (a.name, ", ".join(sorted(a.roles)), "active" if a.active else "revoked")
-            for a in actors.values()
-        ]
-        out.doc(
-            {
-                "actors": [
-                    {"name": a.name, "roles": sorted(a.roles), "active": a.active}
-                    for a in actors.values()
-                ]
-            },
-            render.table(rows, ["NAME", "ROLES", "STATUS"]) if rows else "no actors",
-        )
-        return EXIT_OK
-    if args.actors_command == "revoke":
-        revoked = controller.revoke_actor(args.name, args.role)
-        if revoked is None:
-            out.doc(
-                {"decision": "refused", "reasons": ["actor_unknown"], "actor": args.name},
-                f"refused: no actor {args.name}",
-            )
-            return EXIT_REFUSED
-        out.doc(
-            {"actor": revoked.name, "roles": sorted(revoked.roles), "active": revoked.active},
-            f"actor {revoked.name}: "
-            + (
-                "revoked"
-                if not revoked.active
-                else f"roles {', '.join(sorted(revoked.roles)) or '(none)'}"
-            ),
-        )
-        return EXIT_OK
-    name = check_actor_name(args.name)
-    token = controller_for(store, args, name).new_token(name)
-    if token is None:
-        out.doc(
-            {"decision": "refused", "reasons": ["actor_unknown"], "actor": name},
-            f"refused: no active actor {name}",
-        )
-        return EXIT_REFUSED
-    out.doc({"actor": name, "token": token}, f"{token}\n(shown once; only its hash is stored)")
-    return EXIT_OK
-
-
-def cmd_run(args: argparse.Namespace, store: Store | None, out: Out) -> int:
-    from ..runtime.loader import AppLoadError
-    from ..runtime.notifier import NotifySettings, NotifySettingsError
-    from ..runtime.runner import run
-    from .progress import live, states_line
-
-    if args.workers < 1:
-        raise UsageError("--workers must be at least 1")
-    behind = refuse_if_behind(args, store)
-    if behind:  # a rollback or rewrite before the checkpoint: no worker acts on it
-        out.doc(
-            {
-                "decision": "refused",
-                "reasons": [f.reason for f in behind],
-                "findings": [f.to_plain() for f in behind],
-            },
-            "refused: the database no longer holds what the checkpoint saw:\n"
-            + "\n".join(f"  {f.text()}" for f in behind),
-        )
-        return EXIT_REFUSED
-    try:
-        notify = NotifySettings.from_env()  # STOPLINE_WEBHOOKS and its companions
-    except NotifySettingsError as exc:
-        raise UsageError(str(exc)) from exc
-    url = database_url(args.db)
-    showing = sys.stderr.isatty() and not (args.quiet or out.json)
-    try:
-        with live(url) if showing else contextlib.nullcontext():
-            summary = run(
-                args.app,
-                url,
-                once=args.once,
-                workers=args.workers,
-                linger=args.linger,
-                notify=notify,
-            )
-    except (AppLoadError, InvalidName, StoreError) as exc:  # no app, a bad name, an unusable schema
-        raise UsageError(str(exc)) from exc
-    after = open_store(url, migrate=False, check=False)
-    try:
-        where = states_line(after)
-        counts = {c.state: c.count for c in after.insights.count_by_state()}
-    finally:
-        after.close()
-    failures = summary.failures
-    doc = {
-        "steps": summary.steps,
-        "transitions": summary.transitions,
-        "discovered": summary.discovered,
-        "workers": summary.workers,
-        "states": counts,
-        "failures": failures,
-    }
-    text = (
-        f"{summary.transitions} transitions in {summary.steps} claimed steps,"
-        f" {summary.discovered} new items discovered\nitems now: {where}"
-    )
-    if failures:
-        text += f"\nFAILED: the automations' own code failed {len(failures)} time(s):"
-        text += "".join(f"\n  {line}" for line in failures[:20])
-        if len(failures) > 20:
-            text += f"\n  ... and {len(failures) - 20} more"
-    if out.json:
-        out.doc(doc, text)
-    elif not args.quiet:
-        print(text)
-    elif failures:
-        print(text, file=sys.stderr)
-    return EXIT_HOOKS if failures else EXIT_OK
-
-
-def cmd_demo(args: argparse.Namespace, store: Store, out: Out) -> int:
-    from .demo import run_demo
-
-    return run_demo(args, store, out)
-
-
 def cmd_completion(args: argparse.Namespace, store: None, out: Out) -> int:
     print(completion.script(build_parser(), args.shell), end="")
     return EXIT_OK
-
-
-def cmd_serve(args: argparse.Namespace, store: Store, out: Out) -> int:
-    try:
-        from ..http.server import serve  # type: ignore[import-not-found,unused-ignore]
-    except ImportError as exc:
-        raise UsageError(
-            f"the server needs the server extra: pip install 'stopline[server]' ({exc})"
-        ) from exc
-    store.close()
-    code: int = serve(args, database_url(args.db))
-    return code
 
 
 # --- the parser --------------------------------------------------------------------------

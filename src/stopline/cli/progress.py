@@ -14,8 +14,7 @@ from contextlib import contextmanager
 from typing import TextIO
 
 from ..core.states import State
-from ..store import Store, StoreError, open_store
-from ..store.errors import connection_errors
+from ..store import Store, StoreError, connection_errors, open_store
 
 INTERVAL = 0.5
 

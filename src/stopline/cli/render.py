@@ -10,7 +10,7 @@ from typing import Any
 
 from ..commands.perform import Performed
 from ..core.canonical import parse_time
-from ..core.explain import diff_lines
+from ..core.proposal_diff import diff_lines
 
 
 def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from ..core import limits
+from ..core import json_input, limits
 from ..core.records import Item
 
 MAX_TEXT = 10_000
@@ -162,7 +162,7 @@ def parse_json(text: str, label: str) -> tuple[Any, list[str]]:
     """A JSON document typed as text, within the input limits of docs/records.md (no NaN or
     infinities, integers within ±(2**53 - 1), valid Unicode, bounded depth and size), or the
     problems."""
-    value, violations = limits.parse_json(text)
+    value, violations = json_input.parse_json(text)
     if violations:
         kind = "is not valid JSON" if violations[0].limit == limits.SYNTAX else "breaks the limits"
         return None, [f"{label} {kind}: " + "; ".join(map(str, violations))]

@@ -16,7 +16,8 @@ from typing import Any
 from ..controller import IDEMPOTENT_REPLAY, Controller
 from ..core.commands import Command
 from ..core.decision import Decision, Outcome
-from ..core.explain import MIN_PREFIX, Case, Explanation, explain
+from ..core.explain import Case, Explanation, explain
+from ..core.proposal_diff import MIN_PREFIX
 from ..core.records import Item
 from ..core.step import Context
 from . import sources
@@ -41,7 +42,7 @@ def resolve_digests(
     entry: Entry, item: Item | None, fields: Mapping[str, Any]
 ) -> tuple[dict[str, Any], list[str]]:
     """``fields`` with every digest prefix replaced by the digest it names, and every problem
-    (a prefix shorter than :data:`~stopline.core.explain.MIN_PREFIX`, or an ambiguous one)."""
+    (a prefix shorter than :data:`~stopline.core.proposal_diff.MIN_PREFIX`, or an ambiguous one)."""
     out = dict(fields)
     problems: list[str] = []
     for f in entry.fields:

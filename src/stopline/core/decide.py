@@ -6,7 +6,18 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from . import approval, delivery, failures, guard, operator, review, revision, work
+from . import (
+    approval,
+    delivery,
+    failures,
+    guard,
+    operator,
+    readback,
+    review,
+    revision,
+    staging,
+    work,
+)
 from .canonical import CanonicalError, canonical_json
 from .commands import (
     Acknowledge,
@@ -66,11 +77,11 @@ HANDLERS: dict[type[Command], Handler] = {
     Resume: operator.decide_resume,
     Close: operator.decide_close,
     Finalize: operator.decide_finalize,
-    Stage: delivery.decide_stage,
+    Stage: staging.decide_stage,
     Intent: delivery.decide_intent,
     Bind: delivery.decide_bind,
     Delivered: delivery.decide_delivered,
-    ReadBack: delivery.decide_readback,
+    ReadBack: readback.decide_readback,
     Review: review.decide_review,
     Publish: review.decide_publish,
     Reconcile: review.decide_reconcile,

@@ -6,234 +6,28 @@ actor registry, the proposals the item still holds) and gets sentences and struc
 back. The CLI prints the sentences, the HTTP API adds them to the decision JSON
 (``explanation``, ``details``) and the web inbox shows them; the reason codes stay as they are.
 
-:func:`approval_outlook` says who may still approve a proposal, and whether enough of them are
-left for it ever to be approved (``show``, the inbox and webhooks flag one that cannot be).
+What each code means in general is :mod:`.reason_meanings`; who may still approve is
+:mod:`.approval_outlook`; what changed between two proposals is :mod:`.proposal_diff`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-from .approval import approver_reasons
+from .approval_outlook import approval_outlook, listed, why_excluded
 from .canonical import parse_time, to_plain
 from .commands import ActorCommand, Approve, Command, Reject
+from .proposal_diff import matching, proposal_diff
+from .reason_meanings import MEANINGS
 from .reasons import Reason
 from .records import Actor, Item
 from .rights import AUTHORITY, Authority
 from .states import State
 from .step import OPERATOR, Context
 from .transitions import TABLE, By, Cmd
-
-MIN_PREFIX = 12  # the shortest digest prefix a person may type (commands.fields.DIGEST)
-
-# What every reason code means, one line each (docs/cli.md lists them from here).
-MEANINGS: Mapping[str, str] = {
-    Reason.UNKNOWN_ITEM: "no item has that id or AUTOMATION/KEY",
-    Reason.ILLEGAL_TRANSITION: "the command does not apply to the item's current state",
-    Reason.STALE_VERSION: "another command changed the item while this one was decided",
-    Reason.IDEMPOTENCY_KEY_REUSE: "the idempotency key was used before for a different command",
-    Reason.UNKNOWN_AUTOMATION: "the item's automation is not registered in this database",
-    Reason.INVALID_INPUT: "a value is empty where it may not be, or has no canonical JSON form",
-    Reason.INTEGRITY_FAILED: "the stored record does not match what its history sealed",
-    Reason.SIGNATURE_INVALID: "signed mode: the command's signature does not authorise it",
-    Reason.NOT_DUE: "the step is not due yet",
-    Reason.LEASE_HELD: "another worker holds the item's lease",
-    Reason.LEASE_LOST: "the worker's lease is gone; it writes nothing more",
-    Reason.LEASE_EXPIRED: "the lease expired before the step ended",
-    Reason.RETRY_BUDGET_EXHAUSTED: "the step's retry budget is spent",
-    Reason.RESUME_CAP: "more attempts were asked than the policy's resume cap grants",
-    Reason.NO_PROPOSAL: "the item holds no proposal",
-    Reason.PROPOSAL_DIGEST_MISMATCH: "the digest given is not the current proposal's",
-    Reason.EVIDENCE_STALE: "the evidence is older than the approval rule allows",
-    Reason.ACTOR_UNKNOWN: "no active actor of that name is in the registry",
-    Reason.ACTOR_NOT_AUTHORIZED: "the actor holds none of the roles the command needs",
-    Reason.SELF_APPROVAL: "the proposer, an editor or a returner may not approve (separation"
-    " of duties)",
-    Reason.ALREADY_APPROVED: "the actor approved this digest already",
-    Reason.APPROVALS_MISSING: "fewer approvals hold than the rule requires",
-    Reason.POLICY_CHANGED: "the approval policy changed since the proposal was made",
-    Reason.ALREADY_COMPLETED: "the item is completed; nothing to do",
-    Reason.NOT_COMPLETED: "the command needs a completed item",
-    Reason.QA_FAILED: "an artifact failed its QA check",
-    Reason.MODE_FORBIDS_REVISION: "the automation's delivery policy (or its missing revise hook)"
-    " allows no revision",
-    Reason.PUBLISHED: "the delivery was published; it is not revised in place",
-    Reason.ARTIFACT_NOT_BOUND: "an artifact in scope has no bound remote identity",
-    Reason.READBACK_UNVERIFIED: "an artifact in scope was never verified by readback",
-    Reason.REVIEW_HEAD_MOVED: "the delivery head moved since the revision or packet was bound",
-    Reason.REVISION_ACTIVE: "a revision is already under way",
-    Reason.SCOPE_INVALID: "the artifacts named are not the item's, or are empty",
-    Reason.CONTENT_UNCHANGED: "a revised artifact's content did not change",
-    Reason.QA_UNCHANGED: "a revised artifact's QA evidence did not change",
-    Reason.NOT_AN_UPDATE: "the write was not an update of the bound remote object (a bound artifact is"
-    " updated, never created again)",
-    Reason.READBACK_MISMATCH: "what was read back differs from what was sent",
-    Reason.REVIEW_PACKET_STALE: "the review packet does not match the item's current packet",
-    Reason.REMOTE_IDENTITY_MISSING: "a bound remote object is gone",
-    Reason.PUBLICATION_GUARD: "the delivery was published: a revision may not complete over it",
-    Reason.REQUEST_MISMATCH: "a failed revision resumes only with the same request",
-    Reason.MODE_FORBIDS_PUBLICATION: "the automation's delivery mode does not publish",
-    Reason.REVIEW_NOT_APPROVED: "the review packet has no approving verdict",
-    Reason.NOT_FOUND_REMOTE: "the target holds no object with that key",
-    Reason.ALREADY_STAGED: "the artifacts were staged already",
-    Reason.REMOTE_VERSION_CONFLICT: "the remote object changed since it was bound",
-    Reason.TARGET_UNAVAILABLE: "the target could not be reached",
-}
-
-# The proposal fields a person compares, in the order they are shown.
-DIFF_FIELDS = (
-    "action",
-    "target",
-    "params",
-    "rationale",
-    "evidence",
-    "proposer",
-    "edited_by",
-    "editors",
-    "returned_by",
-    "policy_version",
-    "required_roles",
-    "required_approvals",
-    "max_evidence_age",
-    "separation_of_duties",
-)
-
-
-# --- who may still approve ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Outlook:
-    """Who may still approve a proposal, and whether enough of them are left."""
-
-    required: int
-    given: tuple[str, ...]  # approvers whose approval of this digest still holds
-    eligible: tuple[str, ...]  # actors who may approve it and have not yet
-    excluded: Mapping[str, str] = field(default_factory=dict)  # role holders who may not, why
-
-    @property
-    def missing(self) -> int:
-        return max(0, self.required - len(self.given))
-
-    @property
-    def satisfiable(self) -> bool:
-        return self.missing <= len(self.eligible)
-
-    def to_plain(self) -> dict[str, Any]:
-        return {
-            "required": self.required,
-            "given": list(self.given),
-            "eligible": list(self.eligible),
-            "excluded": dict(self.excluded),
-            "missing": self.missing,
-            "satisfiable": self.satisfiable,
-        }
-
-    def sentence(self) -> str:
-        excluded = "; ".join(f"{name} {why}" for name, why in sorted(self.excluded.items()))
-        tail = f" ({excluded})" if excluded else ""
-        if self.missing == 0:
-            return f"{len(self.given)} of {self.required} approvals hold: enough"
-        who = _names(self.eligible) if self.eligible else "nobody"
-        head = f"{len(self.given)} of {self.required} approvals hold; {who} may still approve"
-        if not self.satisfiable:
-            return (
-                f"this proposal can never be approved: it needs {self.missing} more"
-                f" approval{'s' if self.missing != 1 else ''} and only {len(self.eligible)}"
-                f" eligible approver{'s are' if len(self.eligible) != 1 else ' is'} left"
-                f" ({who} may approve){tail}; add an approver or edit/reject it"
-            )
-        return head + tail
-
-
-def _why_excluded(proposal: Mapping[str, Any], name: str) -> str:
-    if name == proposal.get("proposer"):
-        return "proposed it"
-    if name == proposal.get("edited_by") or name in proposal.get("editors", ()):
-        return "edited it"
-    if name in proposal.get("returned_by", ()):
-        return "sent an earlier proposal back (reject --return)"
-    return "may not approve it"
-
-
-def approval_outlook(proposal: Mapping[str, Any], actors: Mapping[str, Actor]) -> Outlook:
-    """Who may still approve ``proposal`` with the registry ``actors``, and who holds a
-    required role but may not (separation of duties)."""
-    ctx = Context(datetime.min, None, actors)
-    roles = frozenset(proposal["required_roles"])
-    given: list[str] = []
-    for approval in proposal.get("approvals", ()):
-        holds = approval.get("digest") == proposal["digest"]
-        if holds and not approver_reasons(ctx, proposal, approval["actor"])[0]:
-            given.append(str(approval["actor"]))
-    eligible: list[str] = []
-    excluded: dict[str, str] = {}
-    for name, actor in sorted(actors.items()):
-        if not actor.active or actor.has_any(roles) is None or name in given:
-            continue
-        if approver_reasons(ctx, proposal, name)[0]:
-            excluded[name] = _why_excluded(proposal, name)
-        else:
-            eligible.append(name)
-    return Outlook(int(proposal["required_approvals"]), tuple(given), tuple(eligible), excluded)
-
-
-# --- what changed between two proposals -----------------------------------------------------
-
-
-def _leaves(value: Any, path: str) -> dict[str, Any]:
-    if isinstance(value, Mapping) and value:
-        out: dict[str, Any] = {}
-        for key in sorted(value):
-            out.update(_leaves(value[key], f"{path}.{key}"))
-        return out
-    return {path: to_plain(value)}
-
-
-def proposal_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Field by field (nested parameters by their path), what differs from ``before`` to
-    ``after``: ``[{"field", "before", "after"}]``, in :data:`DIFF_FIELDS` order."""
-    out: list[dict[str, Any]] = []
-    missing = object()
-    for name in DIFF_FIELDS:
-        old = _leaves(before.get(name), name) if name == "params" else {name: before.get(name)}
-        new = _leaves(after.get(name), name) if name == "params" else {name: after.get(name)}
-        for path in sorted(set(old) | set(new)):
-            a, b = old.get(path, missing), new.get(path, missing)
-            if a != b:
-                out.append(
-                    {
-                        "field": path,
-                        "before": None if a is missing else to_plain(a),
-                        "after": None if b is missing else to_plain(b),
-                    }
-                )
-    return out
-
-
-def _short(value: Any, width: int = 60) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = repr(text) if isinstance(value, str) else text
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def diff_lines(diff: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One line per changed field: ``params.draft: 'Hello' -> 'Hi'``."""
-    return [f"{d['field']}: {_short(d['before'])} -> {_short(d['after'])}" for d in diff]
-
-
-def matching(digest: str, proposals: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    """The one proposal whose digest is ``digest`` or starts with it (at least
-    :data:`MIN_PREFIX` characters), else ``None``."""
-    if len(digest) < MIN_PREFIX:
-        return None
-    found = [p for p in proposals if str(p.get("digest", "")).startswith(digest)]
-    return found[0] if len(found) == 1 else None
-
 
 # --- the sentences ---------------------------------------------------------------------------
 
@@ -245,13 +39,6 @@ class Explanation:
 
     def to_plain(self) -> dict[str, Any]:
         return {"explanation": list(self.sentences), "details": to_plain(dict(self.details))}
-
-
-def _names(names: Sequence[str]) -> str:
-    names = list(names)
-    if len(names) <= 1:
-        return "".join(names)
-    return ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _age(delta: timedelta) -> str:
@@ -336,7 +123,7 @@ def _not_authorized(case: Case, item: Item) -> str:
         what = f"approving {proposal['action']}"
     return (
         f"{what} needs one of the roles {', '.join(sorted(needed)) or '(none)'}, held by"
-        f" {_names(who) or 'nobody'}; {_actor(case)} holds {has}"
+        f" {listed(who) or 'nobody'}; {_actor(case)} holds {has}"
     )
 
 
@@ -344,9 +131,9 @@ def _self_approval(case: Case, item: Item) -> str:
     proposal = item.doc("proposal") or {}
     name = _actor(case)
     return (
-        f"{name} {_why_excluded(proposal, name)}, and this rule keeps separation of duties:"
+        f"{name} {why_excluded(proposal, name)}, and this rule keeps separation of duties:"
         f" the proposer ({proposal.get('proposer')}), every editor"
-        f" ({_names(list(proposal.get('editors', ()))) or 'none'}) and who sent it back may"
+        f" ({listed(list(proposal.get('editors', ()))) or 'none'}) and who sent it back may"
         " not approve"
     )
 

@@ -17,7 +17,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .canonical import CanonicalError, fast_digest, format_time
+from .canonical import CanonicalError, format_time
+from .fast_digest import fast_digest
 from .legacy_form import digest_matches
 from .records import Event, Item
 

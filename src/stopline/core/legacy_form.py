@@ -12,7 +12,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from .canonical import fast_digest, storage_default, to_plain
+from .canonical import to_plain
+from .fast_digest import fast_digest
+from .frozen import storage_default
 
 
 def legacy_canonical_json(value: Any) -> str:

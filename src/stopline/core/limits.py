@@ -2,9 +2,9 @@
 
 Hook outputs, CLI arguments, API bodies, web forms and discovery keys all end up as JSON
 documents in records. :func:`check` says whether a value stays within :class:`Limits`, naming
-the path and the limit of every violation; :func:`parse_json` does the same for untrusted JSON
-text. Both are pure and never raise, and neither recurses: a value nested 100,000 deep is
-measured, not a RecursionError.
+the path and the limit of every violation; :func:`stopline.core.json_input.parse_json` does the
+same for untrusted JSON text. Both are pure and never raise, and neither recurses: a value
+nested 100,000 deep is measured, not a RecursionError.
 
 The limits apply to the canonical document a value becomes (``canonical.py``): bytes count as
 ``{"$bytes": "<base64>"}``, times as their RFC 3339 string, tuples as arrays. A value that
@@ -155,7 +155,7 @@ class _Path:
         return root + "".join(reversed(segments))
 
 
-def _show(text: str) -> str:
+def show(text: str) -> str:
     """A string for a detail: short, ASCII, safe to print."""
     return ascii(text if len(text) <= 40 else text[:40] + "...")
 
@@ -163,7 +163,7 @@ def _show(text: str) -> str:
 # --- check -------------------------------------------------------------------------------------
 
 
-class _Unparsed:
+class Unparsed:
     """A token :func:`parse_json` read but could not hold (``NaN``, ``1e999``, 5,000 digits)."""
 
     __slots__ = ("detail", "limit")
@@ -173,7 +173,7 @@ class _Unparsed:
         self.detail = detail
 
 
-class _DuplicateKeys(dict[str, Any]):
+class DuplicateKeys(dict[str, Any]):
     """An object :func:`parse_json` read with a key given more than once."""
 
     __slots__ = ("duplicates",)
@@ -246,7 +246,7 @@ def _walk(value: Any, limits: Limits, root: _Path, found: _Violations) -> None:
                     STRING_LENGTH,
                     f"{encoded} base64 characters; at most {limits.max_string_length}",
                 )
-        elif isinstance(item, _Unparsed):
+        elif isinstance(item, Unparsed):
             found.add(at.text(), item.limit, item.detail)
         elif isinstance(item, Mapping | Sequence):
             depth += 1
@@ -309,7 +309,7 @@ def _object(
 ) -> int:
     """Check an object's keys, queue its members, and return the size of keys and colons."""
     size = 0
-    if isinstance(item, _DuplicateKeys):
+    if isinstance(item, DuplicateKeys):
         for key in item.duplicates[:3]:
             found.add(_Path(at, key).text(), DUPLICATE_KEY, "key given more than once")
     children: list[tuple[Any, _Path, int, bool]] = []
@@ -330,87 +330,3 @@ def _object(
         children.append((child, member, depth, False))
     stack.extend(reversed(children))
     return size
-
-
-# --- parse_json --------------------------------------------------------------------------------
-
-
-def _parse_int(text: str) -> int | _Unparsed:
-    if len(text) > 20:  # far outside ±(2**53 - 1); int() refuses past 4300 digits anyway
-        return _Unparsed(INTEGER_RANGE, f"integer of {len(text.lstrip('-'))} digits")
-    return int(text)
-
-
-def _parse_float(text: str) -> float | _Unparsed:
-    value = float(text)
-    if math.isfinite(value):
-        return value
-    return _Unparsed(NOT_FINITE, f"{_show(text)} is beyond the range of a double")
-
-
-def _parse_constant(name: str) -> _Unparsed:
-    return _Unparsed(NOT_FINITE, f"{name} is not a number JSON allows")
-
-
-def _parse_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) == len(pairs):
-        return obj
-    seen: set[str] = set()
-    duplicates: dict[str, None] = {}
-    for key, _ in pairs:
-        if key in seen:
-            duplicates[key] = None
-        seen.add(key)
-    return _DuplicateKeys(pairs, list(duplicates))
-
-
-_DECODER = json.JSONDecoder(
-    object_pairs_hook=_parse_object,
-    parse_int=_parse_int,
-    parse_float=_parse_float,
-    parse_constant=_parse_constant,
-)
-
-
-def parse_json(text: str | bytes, limits: Limits = DEFAULT) -> tuple[Any, list[Violation]]:
-    """Parse untrusted JSON text and :func:`check` the result. Never raises.
-
-    Bytes must be UTF-8. Text that is not JSON, longer than ``max_text_bytes``, nested beyond
-    what the parser follows, or holding ``NaN``/``Infinity``, ``1e999``, an integer of
-    thousands of digits or a key given twice comes back as violations. Use the value only when
-    the list is empty (otherwise it is ``None`` or holds placeholders).
-    """
-    at = "$"
-    if isinstance(text, bytes | bytearray | memoryview):
-        raw = bytes(text)
-        if len(raw) > limits.max_text_bytes:
-            return None, [_too_long(len(raw), limits)]
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            return None, [Violation(at, UNICODE, f"not UTF-8: invalid byte at offset {exc.start}")]
-    elif isinstance(text, str):
-        if len(text) > limits.max_text_bytes or (
-            len(text) * 4 > limits.max_text_bytes
-            and len(text.encode("utf-8", "surrogatepass")) > limits.max_text_bytes
-        ):
-            return None, [_too_long(len(text.encode("utf-8", "surrogatepass")), limits)]
-    else:
-        return None, [
-            Violation(at, TYPE, f"JSON text must be str or bytes, not {type(text).__name__}")
-        ]
-    try:
-        value = _DECODER.decode(text)
-    except RecursionError:
-        return None, [Violation(at, DEPTH, f"nested deeper than {limits.max_depth}")]
-    except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno} column {exc.colno}"
-        return None, [Violation(at, SYNTAX, f"not JSON: {exc.msg} at {where}")]
-    except (ValueError, TypeError, MemoryError) as exc:
-        return None, [Violation(at, SYNTAX, f"not JSON: {type(exc).__name__}")]
-    return value, check(value, limits)
-
-
-def _too_long(size: int, limits: Limits) -> Violation:
-    return Violation("$", BYTES, f"JSON text of {size} bytes; at most {limits.max_text_bytes}")

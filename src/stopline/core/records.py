@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .canonical import FrozenDict, fast_digest, format_time, freeze
+from .canonical import format_time
+from .fast_digest import fast_digest
+from .frozen import FrozenDict, freeze
 from .legacy_form import legacy_fast_digest
 from .states import State
 

@@ -3,10 +3,10 @@ and binding an object found by its key (``reconcile``, which never creates)."""
 
 from __future__ import annotations
 
+from .artifact_records import artifacts_of, listed
 from .canonical import format_time
 from .commands import Publish, Reconcile, Review
 from .decision import Decision, refused, zero_write
-from .delivery import artifacts_of, listed
 from .policy import PUBLISH
 from .reasons import Reason
 from .records import Item

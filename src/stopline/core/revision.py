@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .artifact_records import artifacts_of, listed, readback_verified
 from .canonical import digest, format_time
 from .commands import Revise
 from .decision import Decision, refused
-from .delivery import artifacts_of, listed, readback_verified
 from .reasons import Reason
 from .records import Item
 from .states import DELIVERED_STATES, State

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from .canonical import FrozenDict, freeze
 from .commands import ActorCommand, WorkerCommand
 from .decision import Decision, Outcome, refused
+from .frozen import FrozenDict, freeze
 from .integrity import item_seal
 from .policy import Policy
 from .reasons import Reason

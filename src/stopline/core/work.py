@@ -8,10 +8,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from . import severity
-from .canonical import digest, format_time, freeze
+from .canonical import digest, format_time
 from .commands import Discover, Expire, NeedsEyes, NothingToDo, Observe, Propose, Report
 from .decision import Decision, Outcome, refused
 from .failures import account, revision_failed, stop_for_eyes
+from .frozen import freeze
 from .guard import integrity_failed
 from .integrity import head_findings, item_seal
 from .reasons import Reason

@@ -1,5 +1,2 @@
-"""The HTTP shell: a JSON API, the web inbox, metrics and webhooks over the controller.
-
-Installed with the ``server`` extra. :func:`stopline.http.app.create_app` builds the ASGI
-application; :func:`stopline.http.server.serve` runs it (``stopline serve``).
-"""
+"""The JSON API over the command layer: ``/api/...`` (one route per table entry), the OpenAPI
+document and ``/metrics``. Assembled with the web inbox by :mod:`stopline.server.app`."""

@@ -2,12 +2,11 @@
 
 Status codes: 200 ``applied``/``zero_write``, 409 ``refused`` (with every reason), 422 malformed
 input, 401 no valid bearer token, 403 a viewer or a read-only server, 404 no such item (reads),
-413 a body over the limit (see :mod:`stopline.http.limits`).
+413 a body over the limit (see :mod:`stopline.server.guard`).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -19,19 +18,18 @@ from ..commands.entry import Entry, Shell, check_idempotency_key, validate
 from ..commands.perform import Performed, perform
 from ..commands.runners import RunOptions
 from ..commands.table import exposed
-from ..core import limits
+from ..core import json_input, limits
 from ..core.decision import Outcome
 from ..core.records import Actor, Item
 from ..core.states import State, StateClass
+from ..server.access import authenticate
+from ..server.item_ref import ITEM_RE
+from ..server.state import Shared, shared
 from ..views import event_view, item_view, summary_view
-from .access import authenticate
-from .state import Shared, shared
 
 STATES = [s.value for s in State]
 CLASSES = [c.value for c in StateClass]
 MAX_LIMIT = 1000
-ITEM_PATTERN = "^[A-Za-z0-9_@:-][A-Za-z0-9_.@:-]{0,199}$"
-ITEM_RE = re.compile(ITEM_PATTERN)
 
 
 def error(status: int, code: str, message: str, problems: list[str] | None = None) -> JSONResponse:
@@ -205,7 +203,7 @@ def parse_json(raw: bytes) -> tuple[Any, str | None]:
         return {}, None
     # The input limits of docs/records.md: NaN, 1e999, integers beyond ±(2**53 - 1) (which the
     # canonical form cannot hold), lone surrogates, bad UTF-8 and deep nesting are all 422.
-    value, violations = limits.parse_json(raw)
+    value, violations = json_input.parse_json(raw)
     if violations:
         kind = "is not valid JSON" if violations[0].limit == limits.SYNTAX else "breaks the limits"
         return None, f"the body {kind}: " + "; ".join(map(str, violations))

@@ -12,8 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from ..core.states import STOP_STATES, State
-from ..store import Insights
-from ..store.outbox import STATUSES
+from ..store import NOTIFICATION_STATUSES, Insights
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -152,7 +151,7 @@ def _notifications(insights: Insights) -> Family:
         "Webhook notifications in the outbox, by status.",
     )
     counts = insights.notification_counts()
-    for status in STATUSES:
+    for status in NOTIFICATION_STATUSES:
         family.add(counts.get(status, 0), status=status)
     return family
 

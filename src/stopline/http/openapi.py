@@ -10,7 +10,8 @@ from ..commands.schema import body_schema
 from ..commands.table import exposed
 from ..core.rights import Authority
 from ..core.severity import SEVERITIES
-from .api import CLASSES, ITEM_PATTERN, MAX_LIMIT, STATES
+from ..server.item_ref import ITEM_PATTERN
+from .api import CLASSES, MAX_LIMIT, STATES
 
 REF = "#/components/schemas/"
 NULLABLE_STR = {"type": ["string", "null"]}

@@ -7,10 +7,20 @@ import re
 import sqlite3
 from pathlib import Path
 
-from .errors import NoDatabase, SchemaMismatch, StoreError, Unreachable, UnsupportedURL
-from .insights import Insights
+from .errors import (
+    NoDatabase,
+    SchemaMismatch,
+    StoreError,
+    Unreachable,
+    UnsupportedURL,
+    connection_errors,
+)
+from .insights import SORTS as PAGE_SORTS
+from .insights import Insights, PageKey, StateCount, StopQuery, StopRow
+from .outbox import STATUSES as NOTIFICATION_STATUSES
 from .outbox import Outbox
 from .protocol import Store
+from .sqlite import sqlite_path
 
 DEFAULT_URL = "sqlite:///stopline.db"
 ENV_URL = "STOPLINE_DATABASE_URL"
@@ -50,7 +60,7 @@ def open_store(
     resolved = database_url(url)
     store: Store
     if resolved.startswith("sqlite:"):
-        from .sqlite import SQLiteStore, sqlite_path
+        from .sqlite import SQLiteStore
 
         path, _ = sqlite_path(resolved)
         if not create and not Path(path).is_file():
@@ -90,15 +100,23 @@ def open_store(
 __all__ = [
     "DEFAULT_URL",
     "ENV_URL",
+    "NOTIFICATION_STATUSES",
+    "PAGE_SORTS",
     "Insights",
     "NoDatabase",
     "Outbox",
+    "PageKey",
     "SchemaMismatch",
+    "StateCount",
+    "StopQuery",
+    "StopRow",
     "Store",
     "StoreError",
     "Unreachable",
     "UnsupportedURL",
+    "connection_errors",
     "database_url",
     "open_store",
     "redacted",
+    "sqlite_path",
 ]

@@ -1,61 +1,45 @@
-"""The SQL store shared by both databases; dialects supply connections and value codecs."""
+"""The SQL store shared by both databases: the schema and its migrations, items and their
+events, leases, idempotency, refusals and schedules. It builds on the registry
+(:mod:`.actors`), the ledger (:mod:`.chains`) and the row codecs (:mod:`.rows`); a dialect
+(:mod:`.sqlite`, :mod:`.postgres`) supplies the connections."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..core.canonical import format_time, freeze, load_frozen, parse_time, storage_json
+from ..core.canonical import format_time
 from ..core.decision import Decision
 from ..core.integrity import item_seal
 from ..core.ledger import (
     CREATE,
     REGISTRY,
     REGISTRY_KIND,
-    LedgerEntry,
-    entry,
-    item_ledger_findings,
     ledger_kind,
-    registry_against,
     shard_of,
 )
-from ..core.policy import Policy
-from ..core.records import Actor, Event, Item
+from ..core.records import Event, Item
 from ..core.registry import (
     POLICY,
     TOKEN_ISSUE,
     TOKEN_REVOKE,
-    PolicyRecord,
-    Registry,
-    RegistryEvent,
-    Token,
-    actor_state,
-    compare,
-    event_hash,
-    fold,
 )
-from ..core.states import State
+from .actors import SQLActors
 from .errors import SchemaMismatch, StoreError
 from .insights import SQLInsights
 from .outbox import SQLOutbox
 from .queries import load, migrations
 
-Row = Mapping[str, Any]
 INTEGRITY_MIGRATION = 4  # 0004_integrity: the ledger and seals (see _record_legacy)
 
 
-class SQLStore(ABC):
+class SQLStore(SQLActors):
     """Everything but the driver: queries come from ``sql/<dialect>/queries.sql``."""
-
-    dialect: str = ""
-    pyformat: bool = False
-    integrity_errors: tuple[type[BaseException], ...] = ()
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -63,52 +47,6 @@ class SQLStore(ABC):
         self._migrations = migrations(self.dialect)
         self.insights = SQLInsights(self)  # the ports beside the items-and-events protocol
         self.outbox = SQLOutbox(self)
-
-    # --- what a dialect provides ---------------------------------------------------------
-
-    @abstractmethod
-    def close(self) -> None: ...
-
-    @abstractmethod
-    def _write(self) -> AbstractContextManager[Any]:
-        """A cursor inside one write transaction (committed on exit, rolled back on error)."""
-
-    @abstractmethod
-    def _read(self) -> AbstractContextManager[Any]:
-        """A cursor for reads."""
-
-    @abstractmethod
-    def _apply_migration(self, version: int, name: str, sql: str) -> bool:
-        """Apply one migration unless already applied (under the dialect's lock)."""
-
-    @abstractmethod
-    def schema_version(self) -> int: ...
-
-    def _time(self, value: datetime | None) -> Any:
-        return None if value is None else format_time(value)
-
-    def _json(self, value: Any) -> Any:
-        return storage_json(value)
-
-    @staticmethod
-    def _from_time(value: Any) -> datetime | None:
-        if value is None:
-            return None
-        if isinstance(value, datetime):
-            return value
-        return parse_time(str(value))
-
-    @staticmethod
-    def _from_json(value: Any) -> Any:
-        return json.loads(value) if isinstance(value, str | bytes) else value
-
-    @staticmethod
-    def _from_json_frozen(value: Any) -> Any:
-        return load_frozen(value) if isinstance(value, str | bytes) else freeze(value)
-
-    @staticmethod
-    def _rowcount(cur: Any) -> int:
-        return int(cur.rowcount)
 
     # --- schema -----------------------------------------------------------------------------
 
@@ -186,120 +124,6 @@ class SQLStore(ABC):
                 )
             )
 
-    # --- conversions ----------------------------------------------------------------------
-
-    def _item(self, row: Row) -> Item:
-        created = self._from_time(row["created_at"])
-        updated = self._from_time(row["updated_at"])
-        eligible = self._from_time(row["next_eligible_at"])
-        assert created and updated and eligible
-        return Item(
-            id=row["id"],
-            automation=row["automation"],
-            key=row["key"],
-            state=State(row["state"]),
-            version=int(row["version"]),
-            seq=int(row["seq"]),
-            head=row["head"],
-            created_at=created,
-            updated_at=updated,
-            attempts=int(row["attempts"]),
-            max_attempts=int(row["max_attempts"]),
-            next_eligible_at=eligible,
-            lease_owner=row["lease_owner"],
-            lease_token=int(row["lease_token"]),
-            lease_expires_at=self._from_time(row["lease_expires_at"]),
-            claimed_at=self._from_time(row["claimed_at"]),
-            attempt_log=tuple(self._from_json_frozen(row["attempt_log"])),
-            data=self._from_json_frozen(row["data"]),
-        )
-
-    def _item_params(self, item: Item) -> dict[str, Any]:
-        return {
-            "id": item.id,
-            "automation": item.automation,
-            "key": item.key,
-            "state": item.state.value,
-            "state_class": item.state.state_class.value,
-            "version": item.version,
-            "seq": item.seq,
-            "head": item.head,
-            "created_at": self._time(item.created_at),
-            "updated_at": self._time(item.updated_at),
-            "attempts": item.attempts,
-            "max_attempts": item.max_attempts,
-            "next_eligible_at": self._time(item.next_eligible_at),
-            "lease_owner": item.lease_owner,
-            "lease_token": item.lease_token,
-            "lease_expires_at": self._time(item.lease_expires_at),
-            "claimed_at": self._time(item.claimed_at),
-            "attempt_log": self._json(list(item.attempt_log)),
-            "data": self._json(item.data),
-        }
-
-    def _event(self, row: Row) -> Event:
-        at = self._from_time(row["at"])
-        assert at is not None
-        return Event(
-            item_id=row["item_id"],
-            seq=int(row["seq"]),
-            at=at,
-            command=row["command"],
-            actor=row["actor"],
-            from_state=None if row["from_state"] is None else State(row["from_state"]),
-            to_state=State(row["to_state"]),
-            reasons=tuple(self._from_json(row["reasons"])),
-            digests=freeze(self._from_json(row["digests"])),
-            detail=freeze(self._from_json(row["detail"])),
-            prev_hash=row["prev_hash"],
-            hash=row["hash"],
-        )
-
-    def _event_params(self, event: Event) -> dict[str, Any]:
-        return {
-            "item_id": event.item_id,
-            "seq": event.seq,
-            "at": self._time(event.at),
-            "command": event.command,
-            "actor": event.actor,
-            "from_state": None if event.from_state is None else event.from_state.value,
-            "to_state": event.to_state.value,
-            "reasons": self._json(list(event.reasons)),
-            "digests": self._json(event.digests),
-            "detail": self._json(event.detail),
-            "prev_hash": event.prev_hash,
-            "hash": event.hash,
-        }
-
-    def _automations_param(self, automations: Sequence[str] | None) -> Any:
-        return None if automations is None else json.dumps(list(automations))
-
-    # --- automations --------------------------------------------------------------------------
-
-    def register_automation(self, name: str, policy: Policy, now: datetime) -> None:
-        """Store an automation's policy; a new or changed one is a registry event."""
-        plain = policy.to_plain()
-        with self._write() as cur:
-            cur.execute(self.q["lock_registry"], {})
-            cur.execute(
-                self.q["upsert_automation"],
-                {
-                    "name": name,
-                    "policy": self._json(plain),
-                    "version": policy.version,
-                    "updated_at": self._time(now),
-                },
-            )
-            if self._rowcount(cur) == 1:
-                detail = {"version": policy.version, "policy": plain}
-                self._append_registry(cur, f"automation:{name}", POLICY, detail, now)
-
-    def policy(self, name: str) -> Policy | None:
-        with self._read() as cur:
-            cur.execute(self.q["get_automation"], {"name": name})
-            row = cur.fetchone()
-        return None if row is None else Policy.from_plain(self._from_json(row["policy"]))
-
     # --- items ----------------------------------------------------------------------------------
 
     def get(self, item_id: str) -> Item | None:
@@ -366,34 +190,6 @@ class SQLStore(ABC):
             cur.execute(self.q["insert_event"], self._event_params(decision.event))
             self._ledger_event(cur, CREATE, decision.event)
         return True
-
-    def _append_ledger(
-        self, cur: Any, kind: str, item_id: str, seq: int, event_hash: str, at: datetime
-    ) -> None:
-        """Append one ledger entry to the item's shard (the caller holds that shard's lock)."""
-        shard = shard_of(item_id)
-        cur.execute(self.q["last_ledger"], {"shard": shard})
-        row = cur.fetchone()
-        n = 1 if row is None else int(row["n"]) + 1
-        prev = "" if row is None else str(row["hash"])
-        e = entry(shard, n, at, kind, item_id, seq, event_hash, prev)
-        cur.execute(
-            self.q["insert_ledger"],
-            {
-                "shard": e.shard,
-                "n": e.n,
-                "at": self._time(e.at),
-                "kind": e.kind,
-                "item_id": e.item_id,
-                "seq": e.seq,
-                "event_hash": e.event_hash,
-                "prev_hash": e.prev_hash,
-                "hash": e.hash,
-            },
-        )
-
-    def _ledger_event(self, cur: Any, kind: str, event: Event) -> None:
-        self._append_ledger(cur, kind, event.item_id, event.seq, event.hash, event.at)
 
     def apply(
         self,
@@ -512,200 +308,6 @@ class SQLStore(ABC):
     def wait_for_work(self, timeout: float) -> None:
         """Block until new work may be due or ``timeout`` seconds pass (polling by default)."""
         time.sleep(max(0.0, timeout))
-
-    # --- actors ----------------------------------------------------------------------------------
-
-    def _actor(self, row: Row) -> Actor:
-        return Actor(row["name"], frozenset(self._from_json(row["roles"])), bool(row["active"]))
-
-    def actors(self) -> dict[str, Actor]:
-        with self._read() as cur:
-            cur.execute(self.q["list_actors"], {})
-            return {r["name"]: self._actor(r) for r in cur.fetchall()}
-
-    def set_actor(self, actor: Actor, change: str, detail: dict[str, Any], now: datetime) -> None:
-        """Create or change an actor; the registry event records the actor it leaves."""
-        with self._write() as cur:
-            cur.execute(self.q["lock_registry"], {})
-            cur.execute(
-                self.q["upsert_actor"],
-                {
-                    "name": actor.name,
-                    "roles": self._json(sorted(actor.roles)),
-                    "active": actor.active,
-                    "at": self._time(now),
-                },
-            )
-            full = {**detail, "state": actor_state(actor)}
-            self._append_registry(cur, actor.name, change, full, now)
-
-    def _append_registry(
-        self, cur: Any, subject: str, change: str, detail: dict[str, Any], now: datetime
-    ) -> None:
-        """Append one registry event (the caller holds the registry lock)."""
-        cur.execute(self.q["last_actor_event"], {})
-        row = cur.fetchone()
-        prev = "" if row is None else row["hash"]
-        hashed = event_hash(now, subject, change, detail, prev)
-        cur.execute(
-            self.q["insert_actor_event"],
-            {
-                "at": self._time(now),
-                "actor": subject,
-                "change": change,
-                "detail": self._json(detail),
-                "prev_hash": prev,
-                "hash": hashed,
-            },
-        )
-        self._ledger_registry(cur, hashed, now)
-
-    def _ledger_registry(self, cur: Any, event_hash_: str, at: datetime) -> None:
-        """Record the registry event just appended (its position in the chain) in the ledger."""
-        cur.execute(self.q["count_actor_events"], {})
-        position = int(cur.fetchone()["n"])
-        cur.execute(self.q["lock_ledger"], {"shard": shard_of(REGISTRY)})
-        self._append_ledger(cur, REGISTRY_KIND, REGISTRY, position, event_hash_, at)
-
-    def append_registry(
-        self, subject: str, change: str, detail: Mapping[str, Any], now: datetime
-    ) -> None:
-        """Append one registry event that changes no table (a signed certificate or
-        revocation: signed mode reads them from the chain)."""
-        with self._write() as cur:
-            cur.execute(self.q["lock_registry"], {})
-            self._append_registry(cur, subject, change, dict(detail), now)
-
-    def actor_events(self) -> list[dict[str, Any]]:
-        with self._read() as cur:
-            cur.execute(self.q["list_actor_events"], {})
-            return [
-                {
-                    "at": self._from_time(r["at"]),
-                    "actor": r["actor"],
-                    "change": r["change"],
-                    "detail": self._from_json(r["detail"]),
-                    "prev_hash": r["prev_hash"],
-                    "hash": r["hash"],
-                }
-                for r in cur.fetchall()
-            ]
-
-    def registry(self) -> Registry:
-        """The registry as its chain records it, with every place a table differs from it."""
-        with self._read() as cur:
-            cur.execute(self.q["list_actor_events"], {})
-            events = [
-                RegistryEvent(
-                    n,
-                    self._from_time(r["at"]) or datetime.min,
-                    r["actor"],
-                    r["change"],
-                    freeze(self._from_json(r["detail"])),
-                    r["prev_hash"],
-                    r["hash"],
-                )
-                for n, r in enumerate(cur.fetchall(), start=1)
-            ]
-            cur.execute(self.q["list_actors"], {})
-            actors = {r["name"]: self._actor(r) for r in cur.fetchall()}
-            cur.execute(self.q["list_tokens"], {})
-            tokens = {
-                r["hash"]: Token(r["actor"], r["revoked_at"] is not None) for r in cur.fetchall()
-            }
-            cur.execute(self.q["list_automations"], {})
-            policies = {
-                r["name"]: PolicyRecord(r["version"], self._from_json(r["policy"]))
-                for r in cur.fetchall()
-            }
-        found = fold(events)
-        found.findings += compare(found, actors, tokens, policies)
-        # the chain against the ledger: a registry cut back (a revocation dropped) is seen
-        recorded = self.item_ledger(REGISTRY)
-        found.findings += registry_against([e.hash for e in events], [e for e, _ in recorded])
-        found.findings += [
-            f for f in item_ledger_findings(REGISTRY, [], recorded) if f.kind == "ledger"
-        ]
-        return found
-
-    def add_token(
-        self,
-        actor: str,
-        token_hash: str,
-        now: datetime,
-        signed: Mapping[str, Any] | None = None,
-    ) -> None:
-        """Store a token's hash; its issue is a registry event (with the actor's signed record
-        of it, in signed mode)."""
-        detail: dict[str, Any] = {"token": token_hash}
-        if signed is not None:
-            detail["signed"] = dict(signed)
-        with self._write() as cur:
-            cur.execute(self.q["lock_registry"], {})
-            cur.execute(
-                self.q["insert_token"], {"hash": token_hash, "actor": actor, "at": self._time(now)}
-            )
-            self._append_registry(cur, actor, TOKEN_ISSUE, detail, now)
-
-    def token_actor(self, token_hash: str) -> str | None:
-        with self._read() as cur:
-            cur.execute(self.q["token_actor"], {"hash": token_hash})
-            row = cur.fetchone()
-        return None if row is None else str(row["actor"])
-
-    def revoke_tokens(self, actor: str, now: datetime) -> None:
-        with self._write() as cur:
-            cur.execute(self.q["lock_registry"], {})
-            cur.execute(self.q["live_tokens_of"], {"actor": actor})
-            hashes = [str(r["hash"]) for r in cur.fetchall()]
-            if not hashes:
-                return
-            cur.execute(self.q["revoke_tokens"], {"actor": actor, "at": self._time(now)})
-            self._append_registry(cur, actor, TOKEN_REVOKE, {"tokens": hashes}, now)
-
-    # --- what verify reads ---------------------------------------------------------------------
-
-    def ledger(self) -> list[LedgerEntry]:
-        with self._read() as cur:
-            cur.execute(self.q["list_ledger"], {})
-            return [self._ledger_entry(r) for r in cur.fetchall()]
-
-    def _ledger_entry(self, row: Row) -> LedgerEntry:
-        return LedgerEntry(
-            int(row["shard"]),
-            int(row["n"]),
-            self._from_time(row["at"]) or datetime.min,
-            row["kind"],
-            row["item_id"],
-            int(row["seq"]),
-            row["event_hash"],
-            row["prev_hash"],
-            row["hash"],
-        )
-
-    def item_ledger(self, item_id: str) -> list[tuple[LedgerEntry, str | None]]:
-        """The item's ledger entries, each with the stored hash of the entry before it in its
-        shard (``None`` for none)."""
-        with self._read() as cur:
-            cur.execute(self.q["item_ledger"], {"id": item_id})
-            return [(self._ledger_entry(r), r["before_hash"]) for r in cur.fetchall()]
-
-    def idempotency_records(self) -> list[dict[str, Any]]:
-        with self._read() as cur:
-            cur.execute(self.q["list_idempotency"], {})
-            return [dict(r) for r in cur.fetchall()]
-
-    def legacy_seals(self) -> dict[str, tuple[str, str]]:
-        """item id -> (head event hash, seal) recorded by the upgrade to seals."""
-        with self._read() as cur:
-            cur.execute(self.q["list_legacy_seals"], {})
-            return {r["item_id"]: (r["head"], r["seal"]) for r in cur.fetchall()}
-
-    def item_classes(self) -> list[tuple[str, str, str]]:
-        """(id, state, state class column) of every item, as stored."""
-        with self._read() as cur:
-            cur.execute(self.q["item_classes"], {})
-            return [(r["id"], r["state"], r["state_class"]) for r in cur.fetchall()]
 
     # --- idempotency, audit, schedules ------------------------------------------------------
 

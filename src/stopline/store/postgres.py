@@ -45,8 +45,9 @@ from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Json
 from psycopg_pool import ConnectionPool
 
-from ..core.canonical import CanonicalError, storage_json
+from ..core.canonical import CanonicalError
 from ..core.decision import Decision
+from ..core.frozen import storage_json
 from ..core.ledger import ledger_kind
 from .base import SQLStore
 
@@ -254,6 +255,12 @@ class PostgresStore(SQLStore):
         finally:
             self._listen_lock.release()
         time.sleep(max(0.0, deadline - time.monotonic()))
+
+    @property
+    def listening(self) -> psycopg.Connection[Any] | None:
+        """The session that listens for new work (None before the first wait): read only, for
+        the tests that read its notifications or kill it."""
+        return self._listen_conn
 
     def _listener(self) -> psycopg.Connection[Any]:
         """The listening connection (opened on first use; the caller holds the lock)."""

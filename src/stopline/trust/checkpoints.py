@@ -15,7 +15,8 @@ from datetime import datetime
 from typing import Any
 
 from ..core import checkpoint
-from ..core.canonical import format_time, thaw
+from ..core.canonical import format_time
+from ..core.frozen import thaw
 from ..core.integrity import Finding
 from ..store import Store
 from .authority import Authority, Trust, checkpoint_signer_problems

@@ -23,7 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.canonical import CanonicalError, canonical_json, freeze, thaw
+from ..core.canonical import CanonicalError, canonical_json
+from ..core.frozen import freeze, thaw
 from .keys import KeyError_, PublicKey, Signer
 
 CERTIFICATE = "stopline.certificate"

@@ -17,7 +17,7 @@ from ..commands.entry import validate
 from ..commands.perform import perform
 from ..commands.runners import RunOptions
 from ..core.decision import Outcome
-from ..http.api import ITEM_RE
+from ..server.item_ref import ITEM_RE
 from .item import WEB_COMMANDS
 from .page import Visit, form_text, visit
 from .session import csrf_ok

@@ -15,8 +15,8 @@ from ..core.policy import Policy
 from ..core.records import Actor
 from ..core.severity import RANK
 from ..core.severity import of as severity_of
-from ..http.state import Shared
-from ..store.insights import PageKey, StopRow
+from ..server.state import Shared
+from ..store import PageKey, StopRow
 from . import listing, present, stuck
 from .page import visit
 

@@ -16,7 +16,7 @@ from ..commands.perform import perform
 from ..commands.runners import RunOptions
 from ..commands.table import exposed
 from ..core.decision import Outcome
-from ..http.api import ITEM_RE
+from ..server.item_ref import ITEM_RE
 from . import present
 from .inbox import filters, query_string
 from .page import Visit, form_text, visit

@@ -22,7 +22,8 @@ from starlette.datastructures import QueryParams
 from ..core.canonical import format_time, parse_time
 from ..core.severity import SEVERITIES
 from ..core.states import STOP_STATES
-from ..store.insights import SORTS, PageKey, StateCount, StopQuery, StopRow
+from ..store import PAGE_SORTS as SORTS
+from ..store import PageKey, StateCount, StopQuery, StopRow
 
 STOP_VALUES = sorted(s.value for s in STOP_STATES)
 PAGE_SIZE = 50

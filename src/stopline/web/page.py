@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from ..core.records import Actor
-from ..http.state import Shared, shared
+from ..server.state import Shared, shared
 from .session import Session, csrf_token, identity, load, save
 
 ENV = jinja2.Environment(

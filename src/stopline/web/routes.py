@@ -1,5 +1,5 @@
 """The routes of the web inbox. Every state change is a POST with a CSRF token; commands go
-through :func:`stopline.http.commands.execute`, as the JSON API's do."""
+through :func:`stopline.commands.entry.execute`, as the JSON API's do."""
 
 from __future__ import annotations
 

@@ -11,15 +11,17 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 
+from itsdangerous import BadSignature
 from starlette.requests import Request
 from starlette.responses import Response
 
 from ..core.records import Actor
-from ..http.state import Shared
 from ..registrar import hash_token
+from ..server.state import Shared
 
 COOKIE = "stopline_session"
 MAX_AGE = 12 * 3600
+MAX_COOKIE = 4096  # a longer cookie is refused unread
 
 
 @dataclass
@@ -34,9 +36,16 @@ class Session:
 
 
 def load(request: Request, s: Shared) -> Session:
+    """The session the cookie holds; a missing, tampered, expired or malformed one is a new
+    session (signed out)."""
     raw = request.cookies.get(COOKIE)
-    doc = s.session_signer.unsign(raw, MAX_AGE) if raw else None
-    if doc is None or not isinstance(doc.get("sid"), str):
+    if not raw or len(raw) > MAX_COOKIE:
+        return Session.new()
+    try:
+        doc = s.sessions.loads(raw, max_age=MAX_AGE)
+    except BadSignature:  # tampered, signed with another secret, expired, or from the future
+        return Session.new()
+    if not isinstance(doc, dict) or not isinstance(doc.get("sid"), str):
         return Session.new()
     th = doc.get("th")
     return Session(doc["sid"], th if isinstance(th, str) else None)
@@ -50,7 +59,7 @@ def signed_in(token: str) -> Session:
 def save(response: Response, request: Request, s: Shared, session: Session) -> None:
     if not session.fresh:
         return
-    value = s.session_signer.sign({"sid": session.sid, "th": session.token_hash})
+    value = s.sessions.dumps({"sid": session.sid, "th": session.token_hash})
     response.set_cookie(
         COOKIE,
         value,
@@ -63,11 +72,12 @@ def save(response: Response, request: Request, s: Shared, session: Session) -> N
 
 
 def csrf_token(s: Shared, session: Session) -> str:
-    return s.csrf_signer.mac(session.sid)
+    return s.csrf.get_signature(session.sid).decode("ascii")
 
 
 def csrf_ok(s: Shared, session: Session, value: str | None) -> bool:
-    return not session.fresh and bool(value) and s.csrf_signer.check(session.sid, value or "")
+    """The form's token is this session's (a fresh session has sent none yet)."""
+    return not session.fresh and bool(value) and s.csrf.verify_signature(session.sid, value or "")
 
 
 def proxy_actor(request: Request, s: Shared) -> Actor | None:

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..core.canonical import format_time, parse_time
-from ..http.state import Shared
+from ..server.state import Shared
 from ..views import why
 from . import present
 from .page import visit

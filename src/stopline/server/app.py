@@ -18,14 +18,14 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ..http import metrics
+from ..http.api import error
+from ..http.api import routes as api_routes
+from ..http.openapi import document
 from ..runtime.notifier import DEFAULT_BASE_URL, NotifierFailed, NotifierThread
 from ..store import open_store
 from ..web.routes import routes as web_routes
-from . import metrics
-from .api import error
-from .api import routes as api_routes
-from .limits import Guard
-from .openapi import document
+from .guard import Guard
 from .settings import Settings
 from .state import Shared, shared
 

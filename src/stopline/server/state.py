@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from itsdangerous import Signer, URLSafeTimedSerializer
 from starlette.requests import Request
 
 from ..controller import Controller
@@ -15,7 +17,8 @@ from ..trust.authority import Trust
 from .access import can_command, command_roles
 from .delegation import NO_SERVER_KEY, Delegation, server_delegation
 from .settings import Settings
-from .signing import Signer
+
+_HMAC_SHA256 = {"key_derivation": "hmac", "digest_method": hashlib.sha256}
 
 
 @dataclass
@@ -23,8 +26,8 @@ class Shared:
     store: Store
     settings: Settings
     controller: Controller = field(init=False)
-    session_signer: Signer = field(init=False)
-    csrf_signer: Signer = field(init=False)
+    sessions: URLSafeTimedSerializer = field(init=False)  # the signed, dated session cookie
+    csrf: Signer = field(init=False)  # a form's CSRF token: the session id's signature
 
     delegation: Delegation | None = None  # signed mode: the server's key (default: from env)
 
@@ -35,9 +38,15 @@ class Shared:
         self.controller = Controller(
             self.store, trust=d.trust, signer=d.signer, via=d.via, unsigned_hint=NO_SERVER_KEY
         )
-        secret = self.settings.secret or secrets.token_hex(32)  # sessions end with the process
-        self.session_signer = Signer(secret, "session")
-        self.csrf_signer = Signer(secret, "csrf")
+        # Each purpose has its own salt, so a CSRF token is never accepted as a cookie or the
+        # other way round; without a configured secret, sessions end with the process.
+        secret = self.settings.secret or secrets.token_hex(32)
+        self.sessions = URLSafeTimedSerializer(
+            secret, salt="stopline:session", signer_kwargs=_HMAC_SHA256
+        )
+        self.csrf = Signer(
+            secret, salt="stopline:csrf", key_derivation="hmac", digest_method=hashlib.sha256
+        )
 
     @property
     def mode(self) -> str:

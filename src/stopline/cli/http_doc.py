@@ -1,0 +1,97 @@
+"""``docs/http.md``: the JSON API as the command table declares it (written by
+:mod:`stopline.cli.docgen`)."""
+
+from __future__ import annotations
+
+import json
+
+from ..commands.entry import Entry, Shell
+from ..commands.fields import Field
+from ..commands.schema import value_schema
+from ..commands.table import exposed
+from ..core.proposal_diff import MIN_PREFIX
+
+
+def cell(text: str) -> str:
+    """Text fit for one Markdown table cell: one line, pipes escaped."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _limits(field: Field) -> str:
+    schema = value_schema(field)
+    keep = {k: v for k, v in schema.items() if k not in ("pattern",)}
+    return cell(json.dumps(keep, sort_keys=True))
+
+
+def _entry_section(entry: Entry) -> list[str]:
+    out = [
+        f"### `POST /api/items/{{item}}/{entry.name}`",
+        "",
+        cell(entry.help) + f". Who: {entry.roles.value.replace('_', ' ')}.",
+        "",
+    ]
+    if entry.fields:
+        out += ["| field | required | type and limits | meaning |", "| --- | --- | --- | --- |"]
+        out += [
+            f"| `{f.name}` | {'yes' if f.required else 'no'} | `{_limits(f)}` | {cell(f.help)} |"
+            for f in entry.fields
+        ]
+    else:
+        out.append("No body (or `{}`).")
+    out.append("")
+    if entry.idempotent:
+        out += ["Takes an `Idempotency-Key` header.", ""]
+    return out
+
+
+def http_markdown() -> str:
+    out = [
+        "# The HTTP API",
+        "",
+        "Generated from the command table by `python -m stopline.cli.docgen`; do not edit by"
+        " hand. A test fails when this file and the table disagree. `stopline serve` serves"
+        " it (with the web inbox and `GET /openapi.json`, the same API as OpenAPI 3.1).",
+        "",
+        "## Authentication",
+        "",
+        "Every request sends `Authorization: Bearer <token>`; `stopline actors token NAME`"
+        " prints one (shown once, only its hash is stored). The command is run as that actor:"
+        " a body never names one.",
+        "",
+        "## Status codes",
+        "",
+        "| status | means |",
+        "| --- | --- |",
+        "| 200 | `applied` or `zero_write` |",
+        "| 401 | no valid bearer token |",
+        "| 403 | a viewer (no role that may run a command), or a read-only server |",
+        "| 404 | no such item (reads) |",
+        "| 409 | `refused`, with every reason code and its explanation |",
+        "| 413 | a body over the limit (`STOPLINE_MAX_BODY`) |",
+        "| 422 | malformed input (a field, a filter, an idempotency key, a digest prefix);"
+        " nothing was run |",
+        "",
+        "## Reading",
+        "",
+        "- `GET /api/me`: the actor, their roles, whether they may command.",
+        "- `GET /api/items`: stopped and working items; filters `state`, `state_class`,"
+        " `automation`, `key`, `overdue` (true/false), `sort` (oldest/newest), `limit` (1 to"
+        " 1000). Each row carries `why`, `next` (the commands to type) and `approvable`"
+        " (`false`: a waiting proposal can never get its approvals; `null`: nothing waits).",
+        "- `GET /api/items/{item}`: one item (`item` is its id or `AUTOMATION/KEY`), as `stopline"
+        " show --json` prints it; a waiting proposal carries `outlook` (who may still approve,"
+        " who may not and why, whether it can still be approved).",
+        "- `GET /api/items/{item}/history`: its events, oldest first.",
+        "",
+        "## Commands",
+        "",
+        "Every command answers with the decision JSON: `decision` (`applied`, `zero_write`,"
+        " `refused`), `reasons`, `item`, `state`, `sequence`, and `explanation` and `details`"
+        " as [cli.md](cli.md#refusals) describes. The reason codes are listed in"
+        " [cli.md](cli.md#reason-codes). A digest may be sent as a prefix of at least"
+        f" {MIN_PREFIX} characters that names exactly one digest the item holds.",
+        "",
+    ]
+    for entry in exposed(Shell.HTTP):
+        out += _entry_section(entry)
+    return "\n".join(out)

@@ -1,0 +1,82 @@
+"""Read-only values and the JSON they are stored as.
+
+Records hold their documents frozen (:func:`freeze`: mappings become :class:`FrozenDict`,
+lists tuples), so no caller changes what another holds; :func:`thaw` is the JSON-ready twin.
+The store writes them as compact JSON (:func:`storage_json`: not a digest's form, see
+:mod:`.canonical`) and reads them back frozen (:func:`load_frozen`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from .canonical import CanonicalError, bytes_object, format_time, to_plain
+
+
+class FrozenDict(dict[str, Any]):
+    """A read-only ``dict``: every mutating method raises. Being a ``dict``, it goes through
+    the C JSON encoder as fast as any other (a mapping proxy would not)."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("records are immutable: build a new one with dataclasses.replace")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(sorted(self.items(), key=lambda kv: kv[0])))
+
+    def __reduce__(self) -> Any:
+        return (FrozenDict, (dict(self),))
+
+
+EMPTY_MAP: Mapping[str, Any] = FrozenDict()
+
+
+def freeze(value: Any) -> Any:
+    """A deeply read-only copy: mappings become :class:`FrozenDict`, lists become tuples."""
+    if isinstance(value, Mapping):
+        if type(value) is FrozenDict:
+            return value
+        return FrozenDict({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """The mutable JSON-ready twin of :func:`freeze` (times and bytes converted)."""
+    return to_plain(value)
+
+
+def storage_default(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, datetime):
+        return format_time(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes_object(value)
+    plain = getattr(value, "to_plain", None)
+    if callable(plain):
+        return plain()
+    raise CanonicalError(f"{type(value).__name__} has no JSON form")
+
+
+_STORAGE = json.JSONEncoder(
+    default=storage_default, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
+
+def storage_json(value: Any) -> str:
+    """Compact JSON for storage (not for digests): the C encoder, keys in insertion order."""
+    return _STORAGE.encode(value)
+
+
+def load_frozen(text: str | bytes) -> Any:
+    """Parse stored JSON into read-only mappings (arrays stay lists: they are never shared)."""
+    return json.loads(text, object_hook=FrozenDict)

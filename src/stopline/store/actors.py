@@ -1,0 +1,171 @@
+"""Actors, tokens and automations' policies: each change is a registry event written in the
+same transaction, and :meth:`SQLActors.registry` folds the chain and compares the tables."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from ..core.frozen import freeze
+from ..core.ledger import REGISTRY, item_ledger_findings, registry_against
+from ..core.policy import Policy
+from ..core.records import Actor
+from ..core.registry import (
+    POLICY,
+    TOKEN_ISSUE,
+    TOKEN_REVOKE,
+    PolicyRecord,
+    Registry,
+    RegistryEvent,
+    Token,
+    actor_state,
+    compare,
+    fold,
+)
+from .chains import SQLChains
+
+
+class SQLActors(SQLChains):
+    """The registry's tables and their chain."""
+
+    def register_automation(self, name: str, policy: Policy, now: datetime) -> None:
+        """Store an automation's policy; a new or changed one is a registry event."""
+        plain = policy.to_plain()
+        with self._write() as cur:
+            cur.execute(self.q["lock_registry"], {})
+            cur.execute(
+                self.q["upsert_automation"],
+                {
+                    "name": name,
+                    "policy": self._json(plain),
+                    "version": policy.version,
+                    "updated_at": self._time(now),
+                },
+            )
+            if self._rowcount(cur) == 1:
+                detail = {"version": policy.version, "policy": plain}
+                self._append_registry(cur, f"automation:{name}", POLICY, detail, now)
+
+    def policy(self, name: str) -> Policy | None:
+        with self._read() as cur:
+            cur.execute(self.q["get_automation"], {"name": name})
+            row = cur.fetchone()
+        return None if row is None else Policy.from_plain(self._from_json(row["policy"]))
+
+    def actors(self) -> dict[str, Actor]:
+        with self._read() as cur:
+            cur.execute(self.q["list_actors"], {})
+            return {r["name"]: self._actor(r) for r in cur.fetchall()}
+
+    def set_actor(self, actor: Actor, change: str, detail: dict[str, Any], now: datetime) -> None:
+        """Create or change an actor; the registry event records the actor it leaves."""
+        with self._write() as cur:
+            cur.execute(self.q["lock_registry"], {})
+            cur.execute(
+                self.q["upsert_actor"],
+                {
+                    "name": actor.name,
+                    "roles": self._json(sorted(actor.roles)),
+                    "active": actor.active,
+                    "at": self._time(now),
+                },
+            )
+            full = {**detail, "state": actor_state(actor)}
+            self._append_registry(cur, actor.name, change, full, now)
+
+    def append_registry(
+        self, subject: str, change: str, detail: Mapping[str, Any], now: datetime
+    ) -> None:
+        """Append one registry event that changes no table (a signed certificate or
+        revocation: signed mode reads them from the chain)."""
+        with self._write() as cur:
+            cur.execute(self.q["lock_registry"], {})
+            self._append_registry(cur, subject, change, dict(detail), now)
+
+    def actor_events(self) -> list[dict[str, Any]]:
+        with self._read() as cur:
+            cur.execute(self.q["list_actor_events"], {})
+            return [
+                {
+                    "at": self._from_time(r["at"]),
+                    "actor": r["actor"],
+                    "change": r["change"],
+                    "detail": self._from_json(r["detail"]),
+                    "prev_hash": r["prev_hash"],
+                    "hash": r["hash"],
+                }
+                for r in cur.fetchall()
+            ]
+
+    def registry(self) -> Registry:
+        """The registry as its chain records it, with every place a table differs from it."""
+        with self._read() as cur:
+            cur.execute(self.q["list_actor_events"], {})
+            events = [
+                RegistryEvent(
+                    n,
+                    self._from_time(r["at"]) or datetime.min,
+                    r["actor"],
+                    r["change"],
+                    freeze(self._from_json(r["detail"])),
+                    r["prev_hash"],
+                    r["hash"],
+                )
+                for n, r in enumerate(cur.fetchall(), start=1)
+            ]
+            cur.execute(self.q["list_actors"], {})
+            actors = {r["name"]: self._actor(r) for r in cur.fetchall()}
+            cur.execute(self.q["list_tokens"], {})
+            tokens = {
+                r["hash"]: Token(r["actor"], r["revoked_at"] is not None) for r in cur.fetchall()
+            }
+            cur.execute(self.q["list_automations"], {})
+            policies = {
+                r["name"]: PolicyRecord(r["version"], self._from_json(r["policy"]))
+                for r in cur.fetchall()
+            }
+        found = fold(events)
+        found.findings += compare(found, actors, tokens, policies)
+        # the chain against the ledger: a registry cut back (a revocation dropped) is seen
+        recorded = self.item_ledger(REGISTRY)
+        found.findings += registry_against([e.hash for e in events], [e for e, _ in recorded])
+        found.findings += [
+            f for f in item_ledger_findings(REGISTRY, [], recorded) if f.kind == "ledger"
+        ]
+        return found
+
+    def add_token(
+        self,
+        actor: str,
+        token_hash: str,
+        now: datetime,
+        signed: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Store a token's hash; its issue is a registry event (with the actor's signed record
+        of it, in signed mode)."""
+        detail: dict[str, Any] = {"token": token_hash}
+        if signed is not None:
+            detail["signed"] = dict(signed)
+        with self._write() as cur:
+            cur.execute(self.q["lock_registry"], {})
+            cur.execute(
+                self.q["insert_token"], {"hash": token_hash, "actor": actor, "at": self._time(now)}
+            )
+            self._append_registry(cur, actor, TOKEN_ISSUE, detail, now)
+
+    def token_actor(self, token_hash: str) -> str | None:
+        with self._read() as cur:
+            cur.execute(self.q["token_actor"], {"hash": token_hash})
+            row = cur.fetchone()
+        return None if row is None else str(row["actor"])
+
+    def revoke_tokens(self, actor: str, now: datetime) -> None:
+        with self._write() as cur:
+            cur.execute(self.q["lock_registry"], {})
+            cur.execute(self.q["live_tokens_of"], {"actor": actor})
+            hashes = [str(r["hash"]) for r in cur.fetchall()]
+            if not hashes:
+                return
+            cur.execute(self.q["revoke_tokens"], {"actor": actor, "at": self._time(now)})
+            self._append_registry(cur, actor, TOKEN_REVOKE, {"tokens": hashes}, now)

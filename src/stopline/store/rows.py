@@ -1,0 +1,180 @@
+"""What a SQL dialect provides (connections, migrations, value codecs) and the conversions
+between rows and the core's records, shared by every part of the SQL store."""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any
+
+from ..core.canonical import format_time, parse_time
+from ..core.frozen import freeze, load_frozen, storage_json
+from ..core.ledger import LedgerEntry
+from ..core.records import Actor, Event, Item
+from ..core.states import State
+
+Row = Mapping[str, Any]
+
+
+class SQLRows(ABC):
+    """The driver contract and the row codecs; :class:`stopline.store.base.SQLStore` builds
+    on it."""
+
+    url: str
+    q: dict[str, str]  # the named queries of the dialect
+    _migrations: list[tuple[int, str, str]]
+
+    dialect: str = ""
+
+    pyformat: bool = False
+
+    integrity_errors: tuple[type[BaseException], ...] = ()
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def _write(self) -> AbstractContextManager[Any]:
+        """A cursor inside one write transaction (committed on exit, rolled back on error)."""
+
+    @abstractmethod
+    def _read(self) -> AbstractContextManager[Any]:
+        """A cursor for reads."""
+
+    @abstractmethod
+    def _apply_migration(self, version: int, name: str, sql: str) -> bool:
+        """Apply one migration unless already applied (under the dialect's lock)."""
+
+    @abstractmethod
+    def schema_version(self) -> int: ...
+
+    def _time(self, value: datetime | None) -> Any:
+        return None if value is None else format_time(value)
+
+    def _json(self, value: Any) -> Any:
+        return storage_json(value)
+
+    @staticmethod
+    def _from_time(value: Any) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, datetime):
+            return value
+        return parse_time(str(value))
+
+    @staticmethod
+    def _from_json(value: Any) -> Any:
+        return json.loads(value) if isinstance(value, str | bytes) else value
+
+    @staticmethod
+    def _from_json_frozen(value: Any) -> Any:
+        return load_frozen(value) if isinstance(value, str | bytes) else freeze(value)
+
+    @staticmethod
+    def _rowcount(cur: Any) -> int:
+        return int(cur.rowcount)
+
+    def _item(self, row: Row) -> Item:
+        created = self._from_time(row["created_at"])
+        updated = self._from_time(row["updated_at"])
+        eligible = self._from_time(row["next_eligible_at"])
+        assert created and updated and eligible
+        return Item(
+            id=row["id"],
+            automation=row["automation"],
+            key=row["key"],
+            state=State(row["state"]),
+            version=int(row["version"]),
+            seq=int(row["seq"]),
+            head=row["head"],
+            created_at=created,
+            updated_at=updated,
+            attempts=int(row["attempts"]),
+            max_attempts=int(row["max_attempts"]),
+            next_eligible_at=eligible,
+            lease_owner=row["lease_owner"],
+            lease_token=int(row["lease_token"]),
+            lease_expires_at=self._from_time(row["lease_expires_at"]),
+            claimed_at=self._from_time(row["claimed_at"]),
+            attempt_log=tuple(self._from_json_frozen(row["attempt_log"])),
+            data=self._from_json_frozen(row["data"]),
+        )
+
+    def _item_params(self, item: Item) -> dict[str, Any]:
+        return {
+            "id": item.id,
+            "automation": item.automation,
+            "key": item.key,
+            "state": item.state.value,
+            "state_class": item.state.state_class.value,
+            "version": item.version,
+            "seq": item.seq,
+            "head": item.head,
+            "created_at": self._time(item.created_at),
+            "updated_at": self._time(item.updated_at),
+            "attempts": item.attempts,
+            "max_attempts": item.max_attempts,
+            "next_eligible_at": self._time(item.next_eligible_at),
+            "lease_owner": item.lease_owner,
+            "lease_token": item.lease_token,
+            "lease_expires_at": self._time(item.lease_expires_at),
+            "claimed_at": self._time(item.claimed_at),
+            "attempt_log": self._json(list(item.attempt_log)),
+            "data": self._json(item.data),
+        }
+
+    def _event(self, row: Row) -> Event:
+        at = self._from_time(row["at"])
+        assert at is not None
+        return Event(
+            item_id=row["item_id"],
+            seq=int(row["seq"]),
+            at=at,
+            command=row["command"],
+            actor=row["actor"],
+            from_state=None if row["from_state"] is None else State(row["from_state"]),
+            to_state=State(row["to_state"]),
+            reasons=tuple(self._from_json(row["reasons"])),
+            digests=freeze(self._from_json(row["digests"])),
+            detail=freeze(self._from_json(row["detail"])),
+            prev_hash=row["prev_hash"],
+            hash=row["hash"],
+        )
+
+    def _event_params(self, event: Event) -> dict[str, Any]:
+        return {
+            "item_id": event.item_id,
+            "seq": event.seq,
+            "at": self._time(event.at),
+            "command": event.command,
+            "actor": event.actor,
+            "from_state": None if event.from_state is None else event.from_state.value,
+            "to_state": event.to_state.value,
+            "reasons": self._json(list(event.reasons)),
+            "digests": self._json(event.digests),
+            "detail": self._json(event.detail),
+            "prev_hash": event.prev_hash,
+            "hash": event.hash,
+        }
+
+    def _automations_param(self, automations: Sequence[str] | None) -> Any:
+        return None if automations is None else json.dumps(list(automations))
+
+    def _actor(self, row: Row) -> Actor:
+        return Actor(row["name"], frozenset(self._from_json(row["roles"])), bool(row["active"]))
+
+    def _ledger_entry(self, row: Row) -> LedgerEntry:
+        return LedgerEntry(
+            int(row["shard"]),
+            int(row["n"]),
+            self._from_time(row["at"]) or datetime.min,
+            row["kind"],
+            row["item_id"],
+            int(row["seq"]),
+            row["event_hash"],
+            row["prev_hash"],
+            row["hash"],
+        )
