@@ -45,6 +45,7 @@ from .completion import SHELLS
 from .errors import UsageError
 from .item_commands import add_item_commands
 from .keys import add_keys_commands, certified_actors, run_offline
+from .mcp import add_mcp_command
 from .signing import add_key_option, controller_for, host_trust, mode, mode_text
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REFUSED, EXIT_HOOKS = 0, 1, 2, 3, 4
@@ -497,6 +498,7 @@ def build_parser() -> argparse.ArgumentParser:
         " ~/.zfunc/_stopline (with ~/.zfunc on fpath); fish: stopline completion fish >"
         " ~/.config/fish/completions/stopline.fish"
     )
+    add_mcp_command(add)
     p = add("serve", cmd_serve, "the HTTP API and the web inbox", opens=RAW)
     p.add_argument(
         "--host", default=os.environ.get("STOPLINE_HOST", "127.0.0.1"), help="env STOPLINE_HOST"
