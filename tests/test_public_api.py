@@ -3,6 +3,7 @@
 import stopline
 
 EXPECTED = {
+    "AgentAutomation",
     "App",
     "ApprovalPolicy",
     "ApprovalRule",

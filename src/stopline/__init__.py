@@ -12,7 +12,7 @@ from .core.decision import Decision, Outcome
 from .core.policy import ApprovalPolicy, ApprovalRule, DeliveryPolicy, Policy, RetryPolicy
 from .core.reasons import Reason
 from .core.states import State, StateClass
-from .runtime.automation import App, Automation, Discovered, HookContext
+from .runtime.automation import AgentAutomation, App, Automation, Discovered, HookContext
 from .runtime.outcomes import (
     Deliver,
     Evidence,
@@ -32,6 +32,7 @@ from .store import open_store
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgentAutomation",
     "App",
     "ApprovalPolicy",
     "ApprovalRule",

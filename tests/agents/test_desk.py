@@ -103,3 +103,12 @@ def test_a_person_sends_a_proposal_back_and_the_agent_proposes_again(
     edited = people.edit(ref, actor="alice", params={"n": 3})
     assert edited.applied
     assert desk.wait(ref, again.data["digest"], 0).data["status"] == "changed"
+
+
+def test_agent_commands_need_the_agent_role() -> None:
+    """trust/checks.needed_roles answers the agent role for every agent command."""
+    from stopline.commands.agent_table import AGENT_ENTRIES
+    from stopline.trust.checks import needed_roles
+
+    for entry in AGENT_ENTRIES:
+        assert entry.roles == needed_roles(None, entry.name, None) == {"agent"}

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stopline.core.approval import authority_now
-from stopline.core.commands import Approve, Close, Edit, Execute, Reject, Reinspect
+from stopline.core.commands import Approve, Close, Edit, Execute, Reinspect, Reject
 from stopline.core.reasons import Reason
 from stopline.core.records import Actor
 from stopline.core.rights import AUTHORITY, Authority, rights

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..trust.checks import needed_roles
 from .fields import (
     FREE_TEXT,
     KEY,
@@ -39,7 +40,7 @@ class AgentEntry:
     @property
     def roles(self) -> frozenset[str]:
         """Who may give it: an actor holding the agent role (``trust/checks.needed_roles``)."""
-        return frozenset({"agent"})
+        return needed_roles(None, self.name, None)
 
     def field(self, name: str) -> Field | None:
         return next((f for f in self.fields if f.name == name), None)
