@@ -518,8 +518,10 @@ def open_for(args: argparse.Namespace) -> Store | None:
     opens = args.opens
     if opens in (NONE, SELF):
         return None
-    registering = (args.command == "actors" and args.actors_command == "add") or (
-        args.command == "keys" and args.keys_command in ("certify", "rotate")
+    registering = (
+        (args.command == "actors" and args.actors_command == "add")
+        or (args.command == "keys" and args.keys_command in ("certify", "rotate"))
+        or (args.command == "mcp" and bool(args.app))  # registers the app's agent automations
     )
     if registering:
         opens = CREATE  # registering people may come before the first run
