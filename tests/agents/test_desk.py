@@ -112,3 +112,42 @@ def test_agent_commands_need_the_agent_role() -> None:
 
     for entry in AGENT_ENTRIES:
         assert entry.roles == needed_roles(None, entry.name, None) == {"agent"}
+
+
+def test_a_tampered_agent_item_is_never_acted_on(
+    opened: tuple[Store, Controller], lab: AgentLab
+) -> None:
+    """Parameters changed in the database after approval: begin_action does not let the agent
+    act (the record no longer matches its sealed history), and verify names the item."""
+    from integrity.attacker import Attacker
+
+    store, people = opened
+    desk = AgentDesk(store, AGENT)
+    ref, digest = approved(desk, people, "k5")
+    attacker = Attacker(lab.url)
+    data = attacker.data(ref)
+    data["proposal"]["params"] = {"n": 1000}
+    attacker.put_data(ref, data)
+    begun = desk.begin(ref, digest)
+    assert not begun.ok and "integrity_failed" in begun.reasons, begun
+    assert people.item(ref).state.value != "delivering"  # type: ignore[union-attr]
+    found = lab.cli("verify", ok=(3,))
+    assert people.item(ref).id in found.stdout  # type: ignore[union-attr]
+
+
+def test_authority_is_checked_again_before_the_agent_acts(
+    opened: tuple[Store, Controller],
+) -> None:
+    """The approver lost the role after approving: begin_action refuses, the item is back at
+    awaiting_approval, and the agent never got to act."""
+    store, people = opened
+    desk = AgentDesk(store, AGENT)
+    people.add_actor("bob", ["approver"])
+    made = desk.propose(AUTOMATION, "k6", "restart", "x", {"n": 1}, {"seen": True})
+    ref, digest = made.data["ref"], made.data["digest"]
+    assert people.approve(ref, proposal=digest, actor="bob").applied
+    people.revoke_actor("bob", "approver")
+    begun = desk.begin(ref, digest)
+    assert not begun.ok and begun.data["state"] == "awaiting_approval", begun
+    assert "actor_not_authorized" in begun.reasons or "approvals_missing" in begun.reasons
+    assert desk.wait(ref, digest, 0).data["status"] == "waiting"

@@ -44,6 +44,7 @@ from ..core.reasons import Reason
 from ..core.records import Actor, Item
 from ..core.states import State
 from ..core.step import AGENT, Context
+from ..core.transitions import Cmd
 from ..core.verify import verify_item
 from ..core.work import claimable
 from ..runtime.commit import Committed, commit
@@ -62,6 +63,8 @@ from .answers import (
 )
 
 AGENT_FAILURE = "agent_reported"  # the failure class of an outcome an agent reports as failed
+# what the core's guard writes when a check before a step fails: never what the agent asked
+CHECKS_FAILED = frozenset({Cmd.INTEGRITY_FAILED.value, Cmd.RECHECK_FAILED.value})
 POLL = 0.5  # seconds between two reads of a waited-on item
 
 
@@ -300,7 +303,7 @@ class AgentDesk:
         assert claimed is not None
         checked = self._guard(claimed, policy)
         if checked.outcome is not Outcome.ZERO_WRITE:
-            return self._answer(checked)
+            return self._answer(checked, State.DELIVERING)
         now = self.clock()
         execute = Execute(self.agent, claimed.lease_token, digest=digest)
         decision = decide(claimed, execute, Context(now, policy, self.actors(now)))
@@ -469,7 +472,8 @@ class AgentDesk:
         assert item is not None
         written = decision.outcome is Outcome.APPLIED
         view = {"written": written, **agent_view(item)}
-        if expected and item.state not in expected:
+        stopped = decision.event is not None and decision.event.command in CHECKS_FAILED
+        if stopped or (expected and item.state not in expected):
             reasons = list(decision.reasons) or [Reason.ILLEGAL_TRANSITION]
             return refusal(reasons, **view)
         if written and decision.reasons:  # applied with reasons (a retry, an exhaustion)
