@@ -73,8 +73,9 @@ class AgentLab:
 
 
 @pytest.fixture
-def lab(tmp_path: Path) -> AgentLab:
-    url = f"sqlite:///{tmp_path / 'agents.db'}"
+def lab(store_url: str, tmp_path: Path) -> AgentLab:
+    """A fresh database (SQLite and PostgreSQL) with the agent automation and its actors."""
+    url = store_url
     store = open_store(url)
     try:
         Scheduler(store, APP).register()
