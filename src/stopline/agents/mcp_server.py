@@ -42,6 +42,7 @@ from .desk import AgentDesk
 log = logging.getLogger("stopline.mcp")
 
 NAME = "stopline"
+MAX_TOKEN = 512  # characters: a longer bearer token is no token of ours
 AGENT_SCOPE_KEY = "stopline.agent"  # where the HTTP front door leaves the authenticated agent
 INSTRUCTIONS = (
     "stopline records what you propose and waits for a person. Propose with propose_action,"
@@ -149,7 +150,7 @@ def http_app(desk_of: Callable[[str], AgentDesk], authenticate: Callable[[str], 
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         actor = None
-        if scheme.lower() == "bearer" and token.strip():
+        if scheme.lower() == "bearer" and 0 < len(token.strip()) <= MAX_TOKEN:
             actor = await anyio.to_thread.run_sync(authenticate, token.strip())
         if actor is None or not actor.active or AGENT not in actor.roles:
             why = "an agent's API token is required (Authorization: Bearer TOKEN)"
