@@ -151,3 +151,17 @@ def test_authority_is_checked_again_before_the_agent_acts(
     assert not begun.ok and begun.data["state"] == "awaiting_approval", begun
     assert "actor_not_authorized" in begun.reasons or "approvals_missing" in begun.reasons
     assert desk.wait(ref, digest, 0).data["status"] == "waiting"
+
+
+def test_an_approval_is_begun_once_even_by_the_same_agent(
+    opened: tuple[Store, Controller],
+) -> None:
+    """Two processes speaking as the same agent: only the first begin_action goes ahead, so
+    the approved action is carried out once."""
+    store, people = opened
+    first, second = AgentDesk(store, AGENT), AgentDesk(store, AGENT)
+    ref, digest = approved(first, people, "k7")
+    assert first.begin(ref, digest).ok
+    again = second.begin(ref, digest)
+    assert not again.ok and again.reasons == ("illegal_transition",)
+    assert first.record(ref, digest, "done", result={"ok": 1}).data["state"] == "completed"

@@ -244,9 +244,13 @@ class AgentDesk(AgentSteps):
         policy = self.store.policy(found.automation)
         if policy is None:
             return refusal([Reason.UNKNOWN_AUTOMATION])
-        mine = found.lease_owner == self.agent and found.lease_live(self.clock())
-        if found.state is State.DELIVERING and mine:  # begun already, and still held: a replay
-            return Answer(True, {"written": False, **agent_view(found)})
+        if found.state is State.DELIVERING:  # begun already: never a second go-ahead
+            return refusal(
+                [Reason.ILLEGAL_TRANSITION],
+                "the action was begun already: record its outcome (record_outcome); it is"
+                " never begun twice, so no two callers act on one approval",
+                **agent_view(found),
+            )
         current = (found.doc("proposal") or {}).get("digest")
         if current != digest:
             return refusal([Reason.PROPOSAL_DIGEST_MISMATCH], **agent_view(found))
