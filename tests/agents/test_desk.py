@@ -165,3 +165,17 @@ def test_an_approval_is_begun_once_even_by_the_same_agent(
     again = second.begin(ref, digest)
     assert not again.ok and again.reasons == ("illegal_transition",)
     assert first.record(ref, digest, "done", result={"ok": 1}).data["state"] == "completed"
+
+
+def test_the_inbox_line_says_who_carries_an_agent_item_out(
+    opened: tuple[Store, Controller],
+) -> None:
+    from stopline.views import why
+
+    store, people = opened
+    desk = AgentDesk(store, AGENT)
+    made = desk.propose(AUTOMATION, "k8", "restart", "x", {"n": 1}, {"seen": True})
+    assert why(people.item(made.data["ref"])).endswith(f"proposed by the agent {AGENT}")  # type: ignore[arg-type]
+    ref, digest = made.data["ref"], made.data["digest"]
+    people.approve(ref, proposal=digest, actor="alice")
+    assert why(people.item(ref)).startswith(f"the agent {AGENT} carries it out")  # type: ignore[arg-type]
