@@ -179,3 +179,10 @@ def test_the_inbox_line_says_who_carries_an_agent_item_out(
     ref, digest = made.data["ref"], made.data["digest"]
     people.approve(ref, proposal=digest, actor="alice")
     assert why(people.item(ref)).startswith(f"the agent {AGENT} carries it out")  # type: ignore[arg-type]
+
+
+def test_stopline_mcp_refuses_to_speak_for_anyone_but_an_agent(lab: AgentLab) -> None:
+    """On stdio the configured identity must be an active actor holding the agent role."""
+    for args in (("--agent", "alice"), ("--agent", "nobody"), ()):
+        done = lab.cli("mcp", *args, ok=(2,))
+        assert "agent" in done.stderr
