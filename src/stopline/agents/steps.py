@@ -65,7 +65,9 @@ class AgentSteps:
         """Raise :class:`AgentError` unless the agent is an active actor holding ``agent``."""
         known = self.actors(self.clock()).get(self.agent)
         if known is None or not known.active:
-            raise AgentError(f"{self.agent!r} is not an active actor in the registry")
+            raise AgentError(
+                f"{self.agent!r} is not an active actor in the registry (an agent is one)"
+            )
         if AGENT not in known.roles:
             raise AgentError(f"{self.agent!r} does not hold the {AGENT} role")
 
