@@ -66,7 +66,8 @@ class AgentSteps:
         known = self.actors(self.clock()).get(self.agent)
         if known is None or not known.active:
             raise AgentError(
-                f"{self.agent!r} is not an active actor in the registry (an agent is one)"
+                f"{self.agent!r} is not an active actor in the registry: an agent is an actor"
+                f" holding the {AGENT} role (stopline actors add NAME --role {AGENT})"
             )
         if AGENT not in known.roles:
             raise AgentError(f"{self.agent!r} does not hold the {AGENT} role")
