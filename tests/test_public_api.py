@@ -9,10 +9,11 @@ import stopline
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 DOCS = "\n".join(path.read_text() for path in sorted((ROOT / "docs").glob("*.md")))
-# The modules a user imports from: the package itself and the target adapters.
-PUBLIC_MODULES = re.compile(r"stopline(\.targets(\.\w+)?)?")
+# The modules a user imports from: the package itself, the target adapters and the agent guard.
+PUBLIC_MODULES = re.compile(r"stopline(\.targets(\.\w+)?|\.agents)?")
 
 EXPECTED = {
+    "AgentAutomation",
     "App",
     "ApprovalPolicy",
     "ApprovalRule",

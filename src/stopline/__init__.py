@@ -1,8 +1,8 @@
 """stopline: a fail-closed controller for recurring automations.
 
 The public API is what this module exports (``__all__``, the names the README and the docs
-use, pinned by ``tests/test_public_api.py``) and the target adapters of
-:mod:`stopline.targets`. Every other module is internal: ``dir(stopline)`` does not list them,
+use, pinned by ``tests/test_public_api.py``), the target adapters of
+:mod:`stopline.targets` and the approval guard of :mod:`stopline.agents`. Every other module is internal: ``dir(stopline)`` does not list them,
 and they may change without notice.
 """
 
@@ -15,7 +15,7 @@ from .core.decision import Decision, Outcome
 from .core.policy import ApprovalPolicy, ApprovalRule, DeliveryPolicy, RetryPolicy
 from .core.reasons import Reason
 from .core.states import State
-from .runtime.automation import App, Automation, Discovered, HookContext
+from .runtime.automation import AgentAutomation, App, Automation, Discovered, HookContext
 from .runtime.outcomes import (
     Deliver,
     Evidence,
@@ -35,6 +35,7 @@ from .store import open_store
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgentAutomation",
     "App",
     "ApprovalPolicy",
     "ApprovalRule",

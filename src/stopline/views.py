@@ -159,9 +159,16 @@ def why(item: Item, actors: Actors | None = None) -> str:
     can never get its approvals says so)."""
     d = item.data
     state = item.state
+    agent = d.get("agent")  # an item an AI agent started (docs/agents.md)
+    if agent and state in (State.APPROVED, State.DELIVERING, State.PENDING_READBACK):
+        return f"the agent {agent} carries it out (attempt {item.attempts} of {item.max_attempts})"
+    if agent and state is State.COMPLETED:
+        return f"carried out by the agent {agent}"
     if state is State.AWAITING_APPROVAL and d.get("proposal"):
         p = d["proposal"]
         line = f"{p['action']} on {p['target'] or '-'} needs approval ({len(p['approvals'])} of {p['required_approvals']})"
+        if agent:
+            line += f", proposed by the agent {agent}"
         seen = outlook(item, actors)
         if seen is not None and not seen.satisfiable:
             line += f"; CANNOT BE APPROVED: {len(seen.eligible)} eligible approver(s) left"

@@ -41,6 +41,7 @@ ADMIN = {
     "verify",
     "migrate",
     "serve",
+    "mcp",
     "check",
     "completion",
     "keys",

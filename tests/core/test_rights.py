@@ -75,7 +75,7 @@ WALKABLE = [
 ]
 # The stop states, where people act, come up more often.
 LIKELY = [*WALKABLE, S.AWAITING_APPROVAL, S.AWAITING_APPROVAL, S.COMPLETED, S.REVISION_FAILED]
-ROLES = ["operator", "approver", "publisher", "auditor"]
+ROLES = ["operator", "approver", "publisher", "auditor", "agent"]
 NAMES = ["ana", "ben", "cy", "olivia", AUTOMATION_PROPOSER]
 
 

@@ -129,10 +129,14 @@ def free_port() -> int:
 
 @pytest.fixture
 def start_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
-    """``start_server(url, **env)``: a real ``stopline serve`` on a free loopback port."""
+    """``start_server(url, **env)``: a real ``stopline serve`` on a free loopback port
+    (``command``: another server command, such as ``("mcp", "--http")``, that is up once
+    ``ready_path`` answers at all)."""
     started: list[Server] = []
 
-    def start(url: str, **env: str) -> Server:
+    def start(
+        url: str, *, command: tuple[str, ...] = ("serve",), ready_path: str = "", **env: str
+    ) -> Server:
         port = free_port()
         log = tmp_path / f"serve-{port}.log"
         with log.open("wb") as out:
@@ -141,7 +145,7 @@ def start_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
                     sys.executable,
                     "-m",
                     "stopline.cli.main",
-                    "serve",
+                    *command,
                     "--db",
                     url,
                     "--port",
@@ -158,6 +162,9 @@ def start_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
             if process.poll() is not None:
                 pytest.fail(f"the server exited {process.returncode}: {log.read_text()}")
             try:
+                if ready_path:
+                    httpx.get(f"{server.base}{ready_path}", timeout=2)
+                    return server
                 if httpx.get(f"{server.base}/openapi.json", timeout=2).status_code == 200:
                     return server
             except httpx.HTTPError:

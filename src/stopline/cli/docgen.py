@@ -81,6 +81,13 @@ ENVIRONMENT = (
         "`reconcile`, `publish`, `serve`",
         "the automations (APP) whose target `reconcile` and `publish` talk to",
     ),
+    (
+        "STOPLINE_AGENT",
+        "`mcp`",
+        "on stdio, the agent the server speaks for (the default of `--agent`)",
+    ),
+    ("STOPLINE_MCP_HOST", "`mcp --http`", "the default of `--host` (127.0.0.1)"),
+    ("STOPLINE_MCP_PORT", "`mcp --http`", "the default of `--port` (8421)"),
     ("STOPLINE_HOST", "`serve`", "the default of `--host` (127.0.0.1)"),
     ("STOPLINE_PORT", "`serve`", "the default of `--port` (8420)"),
     (

@@ -31,6 +31,7 @@ from .completion import SHELLS
 from .errors import UsageError
 from .item_commands import add_item_commands
 from .keys import add_keys_commands, run_offline
+from .mcp import add_mcp_command
 from .output import EXIT_ERROR, EXIT_OK, EXIT_USAGE, Out
 from .read_commands import cmd_history, cmd_items, cmd_show, cmd_verify
 from .signing import add_key_option, host_trust
@@ -177,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
         " ~/.zfunc/_stopline (with ~/.zfunc on fpath); fish: stopline completion fish >"
         " ~/.config/fish/completions/stopline.fish"
     )
+    add_mcp_command(add)
     p = add("serve", cmd_serve, "the HTTP API and the web inbox", opens=RAW)
     p.add_argument(
         "--host", default=os.environ.get("STOPLINE_HOST", "127.0.0.1"), help="env STOPLINE_HOST"
@@ -196,8 +198,10 @@ def open_for(args: argparse.Namespace) -> Store | None:
     opens = args.opens
     if opens in (NONE, SELF):
         return None
-    registering = (args.command == "actors" and args.actors_command == "add") or (
-        args.command == "keys" and args.keys_command in ("certify", "rotate")
+    registering = (
+        (args.command == "actors" and args.actors_command == "add")
+        or (args.command == "keys" and args.keys_command in ("certify", "rotate"))
+        or (args.command == "mcp" and bool(args.app))  # registers the app's agent automations
     )
     if registering:
         opens = CREATE  # registering people may come before the first run

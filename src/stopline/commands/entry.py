@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from ..controller import Controller
 from ..core import commands as core
@@ -89,7 +89,16 @@ class Entry:
 # --- checking what a shell received -----------------------------------------------------------
 
 
-def validate(entry: Entry, body: Any) -> tuple[dict[str, Any], list[str]]:
+class HasFields(Protocol):
+    """A command as a shell checks it: a people's command or an agent command."""
+
+    @property
+    def fields(self) -> tuple[Field, ...]: ...
+
+    def field(self, name: str) -> Field | None: ...
+
+
+def validate(entry: HasFields, body: Any) -> tuple[dict[str, Any], list[str]]:
     """The fields of ``body`` for ``entry``, and every problem found (empty when valid).
 
     ``body`` is a JSON object as the API receives it; the CLI and the web forms build one from
@@ -176,6 +185,8 @@ def _problems(entry: Entry) -> Iterable[str]:
             yield f"{entry.name} may leave {entry.command.__name__}.{name} unfilled"
     if Shell.WEB in entry.shells and entry.form is None:
         yield f"{entry.name} is offered on the web without a form"
+    if Shell.AGENT in entry.shells:  # the agent commands are in agent_table.py
+        yield f"{entry.name} is a people's command: no agent shell may offer it"
 
 
 def check_table(entries: tuple[Entry, ...]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .entry import Entry
+from .entry import Entry, HasFields
 from .fields import Field, Limits, Type
 
 NO_NUL = "^[^\\x00]*$"
@@ -51,7 +51,7 @@ def field_schema(field: Field) -> dict[str, Any]:
     return {**value_schema(field), "description": field.help}
 
 
-def body_schema(entry: Entry) -> dict[str, Any]:
+def body_schema(entry: Entry | HasFields) -> dict[str, Any]:
     return {
         "type": "object",
         "additionalProperties": False,

@@ -14,7 +14,16 @@ from .policy import ApprovalRule
 from .reasons import Reason
 from .records import Item
 from .states import State
-from .step import OPERATOR, Context, lease_reasons, legal, operator_reasons, transition
+from .step import (
+    OPERATOR,
+    Context,
+    actor_reasons,
+    agent_reasons,
+    lease_reasons,
+    legal,
+    operator_reasons,
+    transition,
+)
 from .transitions import Cmd
 from .work import build_proposal
 
@@ -36,6 +45,8 @@ def approver_reasons(
     known = ctx.actor(actor)
     if known is None:
         return [Reason.ACTOR_UNKNOWN], None
+    if agent_reasons(known):  # an agent's approval never counts, whatever roles it holds
+        return agent_reasons(known), None
     role = known.has_any(frozenset(proposal["required_roles"]))
     reasons: list[str] = [] if role else [Reason.ACTOR_NOT_AUTHORIZED]
     editors = {proposal["edited_by"], *proposal.get("editors", ())}
@@ -161,13 +172,8 @@ def decide_reject(item: Item, command: Reject, ctx: Context) -> Decision:
         reasons.append(Reason.NO_PROPOSAL)
     elif command.digest is not None and command.digest != proposal["digest"]:
         reasons.append(Reason.PROPOSAL_DIGEST_MISMATCH)
-    known = ctx.actor(command.actor)
-    if known is None:
-        reasons.append(Reason.ACTOR_UNKNOWN)
-    else:
-        roles = {OPERATOR, *(proposal["required_roles"] if proposal else ())}
-        if known.has_any(frozenset(roles)) is None:
-            reasons.append(Reason.ACTOR_NOT_AUTHORIZED)
+    roles = {OPERATOR, *(proposal["required_roles"] if proposal else ())}
+    reasons += actor_reasons(ctx, command.actor, frozenset(roles))
     if not command.reason.strip():
         reasons.append(Reason.INVALID_INPUT)
     if reasons:
@@ -278,10 +284,12 @@ def decide_execute(item: Item, command: Execute, ctx: Context) -> Decision:
     reasons = lease_reasons(item, command, ctx.now)
     if item.state is not State.APPROVED:
         reasons.insert(0, Reason.ILLEGAL_TRANSITION)
+    proposal = item.doc("proposal")
+    if command.digest is not None and (proposal is None or proposal["digest"] != command.digest):
+        reasons.append(Reason.PROPOSAL_DIGEST_MISMATCH)
     if reasons:
         return refused(item, reasons)
     failing, valid = authority_now(item, ctx)
-    proposal = item.doc("proposal")
     if failing:
         return recheck_failed(item, ctx, command.worker, failing, valid)
     assert proposal is not None

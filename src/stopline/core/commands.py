@@ -35,6 +35,7 @@ class Discover(Command):
     automation: str
     key: str
     input: Mapping[str, Any] = field(default_factory=dict)
+    agent: str | None = None  # the agent whose proposal starts the item (``stopline mcp``)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ class Propose(WorkerCommand):
     params: Mapping[str, Any]
     rationale: str = ""
     severity: str | None = None  # one of core.severity.SEVERITIES; orders the inbox only
+    proposer: str | None = None  # an agent proposes under its own name
 
 
 @dataclass(frozen=True)
@@ -123,9 +125,11 @@ class Guard(WorkerCommand):
 
 @dataclass(frozen=True)
 class Execute(WorkerCommand):
-    """Re-check authority just before the approved action runs."""
+    """Re-check authority just before the approved action runs. ``digest``: the proposal the
+    caller means to carry out (an agent names it); any other digest is refused."""
 
     name: ClassVar[str] = Cmd.EXECUTE
+    digest: str | None = None
 
 
 @dataclass(frozen=True)
@@ -168,6 +172,7 @@ class Bind(WorkerCommand):
 class Delivered(WorkerCommand):
     name: ClassVar[str] = Cmd.DELIVERED
     result: Mapping[str, Any] = field(default_factory=dict)
+    digest: str | None = None  # an agent's outcome is bound to the digest it carried out
 
 
 @dataclass(frozen=True)

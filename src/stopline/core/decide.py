@@ -92,9 +92,9 @@ HANDLERS: dict[type[Command], Handler] = {
 # The fields through which input from outside (hooks, people) reaches a record: each must have
 # a canonical form, or the command is refused ``invalid_input`` before anything else.
 OUTSIDE_INPUT: dict[type[Command], tuple[str, ...]] = {
-    Discover: ("input",),
+    Discover: ("input", "agent"),
     Observe: ("evidence", "observed_at", "classification"),
-    Propose: ("action", "target", "params", "rationale"),
+    Propose: ("action", "target", "params", "rationale", "proposer"),
     Report: ("report",),
     NeedsEyes: ("owner", "why", "evidence"),
     NothingToDo: ("reason",),

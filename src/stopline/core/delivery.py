@@ -127,6 +127,9 @@ def decide_delivered(item: Item, command: Delivered, ctx: Context) -> Decision:
         reasons.append(Reason.ARTIFACT_NOT_BOUND)
     if not item.doc("staged") and artifacts_of(item):
         reasons.append(Reason.ILLEGAL_TRANSITION)
+    proposal = item.doc("proposal")
+    if command.digest is not None and (proposal is None or proposal["digest"] != command.digest):
+        reasons.append(Reason.PROPOSAL_DIGEST_MISMATCH)
     if reasons:
         return refused(item, reasons)
     result = {**(item.doc("result") or {}), **command.result}

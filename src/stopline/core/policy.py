@@ -201,6 +201,9 @@ class Policy:
     # without the automation's code) refuses a revision no worker could carry out. Outside
     # ``approval``: it is part of ``version`` but not of the approval policy's version.
     revise_hook: bool = False
+    # Whether AI agents propose this automation's items (``stopline mcp``) and carry out what
+    # is approved themselves: no worker runs its items, and each item belongs to its agent.
+    agent: bool = False
 
     def __post_init__(self) -> None:
         if self.lease_seconds <= 0:
@@ -220,7 +223,7 @@ class Policy:
             "delivery": self.delivery.to_plain(),
             "lease_seconds": self.lease_seconds,
             "revise_hook": self.revise_hook,
-        }
+        } | ({"agent": True} if self.agent else {})  # absent when off: other versions stay
 
     @cached_property
     def version(self) -> str:
@@ -238,4 +241,5 @@ class Policy:
             # A policy stored before this field existed says nothing about the hook: read as
             # absent (fail closed); the next `stopline run` stores the policy again.
             revise_hook=doc.get("revise_hook") is True,
+            agent=doc.get("agent") is True,
         )

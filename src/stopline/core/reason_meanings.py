@@ -59,4 +59,8 @@ MEANINGS: Mapping[str, str] = {
     Reason.ALREADY_STAGED: "the artifacts were staged already",
     Reason.REMOTE_VERSION_CONFLICT: "the remote object changed since it was bound",
     Reason.TARGET_UNAVAILABLE: "the target could not be reached",
+    Reason.AGENT_FORBIDDEN: "the actor holds the agent role: an agent proposes and reports, and"
+    " never approves, rejects, edits, resumes or closes, whatever other role it holds",
+    Reason.NOT_YOUR_ITEM: "the item was not started by this agent",
+    Reason.NOT_AN_AGENT_AUTOMATION: "the automation does not take proposals from agents",
 }

@@ -62,3 +62,7 @@ class Reason(StrEnum):
     ALREADY_STAGED = "already_staged"
     REMOTE_VERSION_CONFLICT = "remote_version_conflict"
     TARGET_UNAVAILABLE = "target_unavailable"
+
+    AGENT_FORBIDDEN = "agent_forbidden"
+    NOT_YOUR_ITEM = "not_your_item"
+    NOT_AN_AGENT_AUTOMATION = "not_an_agent_automation"

@@ -79,6 +79,7 @@ ACCESS_REASONS = frozenset(
         Reason.ACTOR_UNKNOWN,
         Reason.ACTOR_NOT_AUTHORIZED,
         Reason.SELF_APPROVAL,
+        Reason.AGENT_FORBIDDEN,
         Reason.MODE_FORBIDS_PUBLICATION,
         Reason.MODE_FORBIDS_REVISION,
     }

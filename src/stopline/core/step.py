@@ -19,6 +19,9 @@ from .states import State
 from .transitions import By, Cmd, lookup
 
 OPERATOR = "operator"
+# The role of an AI agent's identity: it may propose and report through the agent commands,
+# and no people's command by an actor holding it is ever allowed (whatever else it holds).
+AGENT = "agent"
 
 
 @dataclass(frozen=True)
@@ -56,10 +59,18 @@ def lease_reasons(item: Item, command: WorkerCommand, now: datetime) -> list[str
     return []
 
 
+def agent_reasons(actor: Actor) -> list[str]:
+    """An actor holding the agent role decides nothing a person decides: ``agent_forbidden``
+    even when someone also granted it an approver or operator role."""
+    return [Reason.AGENT_FORBIDDEN] if AGENT in actor.roles else []
+
+
 def actor_reasons(ctx: Context, name: str, roles: tuple[str, ...] | frozenset[str]) -> list[str]:
     actor = ctx.actor(name)
     if actor is None:
         return [Reason.ACTOR_UNKNOWN]
+    if agent_reasons(actor):
+        return agent_reasons(actor)
     if actor.has_any(roles) is None:
         return [Reason.ACTOR_NOT_AUTHORIZED]
     return []

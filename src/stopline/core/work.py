@@ -42,7 +42,10 @@ def decide_discover(command: Discover, ctx: Context) -> Decision:
         attempts=0,
         max_attempts=policy.retry_for(State.OBSERVING.value).max_attempts,
         next_eligible_at=ctx.now,
-        data=freeze({"input": command.input, "step": _step(State.OBSERVING, ctx.now)}),
+        data=freeze(
+            {"input": command.input, "step": _step(State.OBSERVING, ctx.now)}
+            | ({"agent": command.agent} if command.agent else {})
+        ),
     )
     event = Event.sealed(
         item_id=command.item_id,
@@ -54,7 +57,8 @@ def decide_discover(command: Discover, ctx: Context) -> Decision:
         to_state=State.OBSERVING,
         reasons=(),
         digests={"input": digest(command.input), "seal": item_seal(item)},
-        detail={"automation": command.automation, "key": command.key},
+        detail={"automation": command.automation, "key": command.key}
+        | ({"agent": command.agent} if command.agent else {}),
         prev_hash="",
     )
     item = replace(item, head=event.hash)
@@ -144,7 +148,7 @@ def decide_propose(item: Item, command: Propose, ctx: Context) -> Decision:
         target=command.target,
         params=command.params,
         rationale=command.rationale,
-        proposer=f"automation:{item.automation}",
+        proposer=command.proposer or f"automation:{item.automation}",
         edited_by=None,
         # A re-proposal after `reject --return` is bound to the digest it replaces, so the
         # same content proposed again never carries the rejected digest.

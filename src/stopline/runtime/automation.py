@@ -172,14 +172,56 @@ def describe_target(target: Target | None) -> dict[str, Any]:
 
 
 @dataclass
+class AgentAutomation:
+    """An automation whose items AI agents propose (``stopline mcp``) and, once approved,
+    carry out themselves: no hooks, no worker. Its policies are those of any automation: who
+    must approve which action, how fresh the evidence must be, the retry budget of each step
+    an agent takes (counted when the agent takes the step, as a worker's claim is)."""
+
+    name: str
+    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    step_retry: Mapping[str, RetryPolicy] = field(default_factory=dict)
+    # how long an agent holds a step it took (``begin_action``) before it may be taken again
+    lease_seconds: float = 600.0
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        require_normal(AUTOMATION, self.name)
+        seconds = self.lease_seconds
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+            raise ValueError(f"lease_seconds of {self.name} must be a number of seconds")
+        if not 0 < seconds < math.inf:
+            raise ValueError(f"lease_seconds of {self.name} must be positive and finite")
+        for rule in (self.approval.default, *self.approval.rules.values()):
+            for role in rule.roles:
+                require_normal(ROLE, role)
+
+    @property
+    def policy(self) -> Policy:
+        return Policy(
+            retry=self.retry,
+            approval=self.approval,
+            delivery=DeliveryPolicy(revisable=False),
+            lease_seconds=self.lease_seconds,
+            step_retry=dict(self.step_retry),
+            agent=True,
+        )
+
+
+@dataclass
 class App:
-    """A set of automations that ``stopline run`` serves."""
+    """A set of automations that ``stopline run`` serves, and the automations whose items
+    agents propose (``agents``: registered by ``stopline run`` and ``stopline mcp``; no
+    worker runs them)."""
 
     automations: list[Automation]
     actors: Mapping[str, Sequence[str]] = field(default_factory=dict)  # seeded if missing
+    agents: list[AgentAutomation] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        names = [require_normal(AUTOMATION, a.name) for a in self.automations]
+        every: list[Automation | AgentAutomation] = [*self.automations, *self.agents]
+        names = [require_normal(AUTOMATION, a.name) for a in every]
         if len(set(names)) != len(names):
             raise ValueError("automation names must be unique")
         for name, roles in self.actors.items():
@@ -195,3 +237,8 @@ class App:
 
     def by_name(self) -> dict[str, Automation]:
         return {a.name: a for a in self.automations}
+
+    def policies(self) -> dict[str, Policy]:
+        """The policy of every automation and agent automation, by name (what is stored)."""
+        every: list[Automation | AgentAutomation] = [*self.automations, *self.agents]
+        return {a.name: a.policy for a in every}

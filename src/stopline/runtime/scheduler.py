@@ -67,8 +67,8 @@ class Scheduler:
         An actor is seeded only if neither the registry chain nor the table knows it: a revoked
         actor whose table row was deleted stays revoked (the table is a cache of the chain)."""
         now = self.clock()
-        for automation in self.app.automations:
-            require_normal(AUTOMATION, automation.name)
+        for name in self.app.policies():
+            require_normal(AUTOMATION, name)
         known = self.reconnect.call(
             "reading the actors",
             lambda: {**self.store.actors(), **self.store.registry().actors},
@@ -83,12 +83,12 @@ class Scheduler:
                 raise InvalidName(
                     ACTOR, name, f"actor name {name!r} looks like the registered actor {similar!r}"
                 )
-        for automation in self.app.automations:
+        for name, policy in self.app.policies().items():
             self.reconnect.call(
-                f"registering automation {automation.name}",
+                f"registering automation {name}",
                 self.store.register_automation,
-                automation.name,
-                automation.policy,
+                name,
+                policy,
                 now,
             )
         for name, roles in seeds.items():

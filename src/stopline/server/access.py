@@ -4,7 +4,8 @@ The core decides every command (``actor_unknown``, ``actor_not_authorized``, ``s
 and the rest). This module only answers two questions before a request reaches it: which actor
 sent it (a bearer token, checked by :meth:`Controller.authenticate`), and whether that actor
 holds any role that gives a right to some command the API offers (the roles of the command
-table's entries, as the core's rights define them); an actor with none is a viewer (403).
+table's entries, as the core's rights define them); an actor with none is a viewer (403), and
+so is an agent.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..commands.table import exposed
 from ..controller import Controller
 from ..core.records import Actor
 from ..core.rights import roles_with_rights
+from ..core.step import AGENT
 from ..store import Store
 
 MAX_TOKEN = 512
@@ -48,4 +50,8 @@ def command_roles(store: Store, names: Iterable[str] | None = None) -> frozenset
 
 
 def can_command(actor: Actor | None, roles: frozenset[str]) -> bool:
-    return actor is not None and actor.active and bool(actor.roles & roles)
+    """An active actor holding a role that gives some right; never an agent (an actor holding
+    the agent role uses ``stopline mcp``; the core refuses its people's commands as well)."""
+    if actor is None or not actor.active or AGENT in actor.roles:
+        return False
+    return bool(actor.roles & roles)

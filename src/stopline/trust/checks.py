@@ -29,12 +29,13 @@ from ..core.integrity import Finding
 from ..core.reasons import Reason
 from ..core.records import Event, Item
 from ..core.states import State
-from ..core.step import OPERATOR
+from ..core.step import AGENT, OPERATOR
 from .authority import Authority, attestation_problems
 from .documents import ATTESTATION, VERSION, Signed, sign
 from .keys import Signer
 
 ACTING = (State.APPROVED, State.DELIVERING)
+AGENT_ROLES = frozenset({AGENT})
 
 
 def binds_for(item: Item, command: ActorCommand) -> dict[str, Any]:
@@ -45,9 +46,13 @@ def binds_for(item: Item, command: ActorCommand) -> dict[str, Any]:
     return {"head": item.head, "command": digest(command.to_plain())}
 
 
-def needed_roles(item: Item, command: ActorCommand, policy: Any) -> frozenset[str]:
-    """The roles a command can count under (what an attestation records as the roles used)."""
-    proposal = item.doc("proposal") or {}
+def needed_roles(item: Item | None, command: ActorCommand | str, policy: Any) -> frozenset[str]:
+    """The roles a command can count under (what an attestation records as the roles used).
+    An agent command (``commands/agent_table.py``, named by its name) counts only under the
+    agent role, and no people's command ever counts under it (the core refuses an agent)."""
+    if isinstance(command, str):
+        return AGENT_ROLES
+    proposal = (item.doc("proposal") if item is not None else None) or {}
     required = frozenset(proposal.get("required_roles", ()))
     if isinstance(command, Approve):
         return required

@@ -1,0 +1,181 @@
+"""``stopline mcp``: the agent commands as the tools of an MCP server (the official ``mcp``
+SDK), over stdio or streamable HTTP.
+
+The tools are generated from the agent command table (``commands/agent_table.py``): each
+entry's name, help and JSON Schema, and the desk operation it runs. Arguments are checked by
+the same field checks every shell uses (``commands/entry.validate``); bad arguments come back
+as a tool error (``isError``) with the reason code ``invalid_input`` and nothing is written. A
+refusal is a tool error too, with its reason codes and a sentence for each. No tool, argument
+or resource approves, rejects, edits, resumes, closes or changes the registry.
+
+Who the agent is: on stdio, the identity the server was started with (``--agent`` or
+``STOPLINE_AGENT``), checked against the registry at start; over HTTP, the actor whose API
+token (``stopline actors token NAME``) is the request's bearer token, on every request. Either
+way the actor must be active and hold the ``agent`` role.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+import mcp.types as types
+from mcp.server.lowlevel import Server
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from ..commands.agent_table import AGENT_COMMANDS, AGENT_ENTRIES
+from ..commands.entry import validate
+from ..commands.schema import body_schema
+from ..core.reasons import Reason
+from ..core.step import AGENT
+from .answers import Answer, refusal
+from .desk import AgentDesk
+
+log = logging.getLogger("stopline.mcp")
+
+NAME = "stopline"
+MAX_TOKEN = 512  # characters: a longer bearer token is no token of ours
+AGENT_SCOPE_KEY = "stopline.agent"  # where the HTTP front door leaves the authenticated agent
+INSTRUCTIONS = (
+    "stopline records what you propose and waits for a person. Propose with propose_action,"
+    " wait with wait_for_decision, and act only after begin_action succeeds on the approved"
+    " digest; then record_outcome. Nothing you call approves anything."
+)
+
+
+def tools() -> list[types.Tool]:
+    """The tool list: one tool per agent command, in table order."""
+    return [
+        types.Tool(
+            name=entry.name,
+            description=entry.help,
+            inputSchema=body_schema(entry),
+            annotations=types.ToolAnnotations(
+                readOnlyHint=not entry.writes, destructiveHint=False, openWorldHint=False
+            ),
+        )
+        for entry in AGENT_ENTRIES
+    ]
+
+
+def run_tool(desk: AgentDesk, name: str, arguments: Any) -> Answer:
+    """Check ``arguments`` against the tool's fields, then run its desk operation."""
+    entry = AGENT_COMMANDS.get(name)
+    if entry is None:
+        return refusal([Reason.INVALID_INPUT], f"no tool is called {name!r}")
+    values, problems = validate(entry, arguments if arguments is not None else {})
+    if problems:
+        return refusal([Reason.INVALID_INPUT], *problems)
+    operation: Callable[..., Answer] = getattr(desk, entry.operation)
+    return operation(**values)
+
+
+def tool_result(answer: Answer) -> types.CallToolResult:
+    plain = answer.to_plain()
+    text = json.dumps(plain, sort_keys=True, ensure_ascii=False)
+    if not answer.ok:
+        text = f"refused ({', '.join(plain['refused'])}): " + " ".join(plain["explanation"])
+        text += "\n" + json.dumps(plain, sort_keys=True, ensure_ascii=False)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structuredContent=plain,
+        isError=not answer.ok,
+    )
+
+
+def build_server(desk_for: Callable[[Any], AgentDesk | None]) -> Server[Any, Any]:
+    """The MCP server. ``desk_for(request)``: the desk of the agent a request comes from (the
+    HTTP request, or ``None`` on stdio), or ``None`` when it is no agent."""
+    server: Server[Any, Any] = Server(NAME, instructions=INSTRUCTIONS)
+
+    @server.list_tools()  # type: ignore[no-untyped-call,untyped-decorator]
+    async def list_tools() -> list[types.Tool]:
+        return tools()
+
+    @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]
+    async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        request = server.request_context.request
+        desk = desk_for(request)
+        if desk is None:
+            return tool_result(refusal([Reason.ACTOR_NOT_AUTHORIZED], "no agent identity"))
+        try:
+            answer = await anyio.to_thread.run_sync(run_tool, desk, name, arguments)
+        except Exception as error:  # reported to the agent, logged, never swallowed
+            log.exception("tool %s failed", name)
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=f"internal error: {error}")],
+                isError=True,
+            )
+        return tool_result(answer)
+
+    return server
+
+
+# --- stdio ------------------------------------------------------------------------------------
+
+
+async def serve_stdio(desk: AgentDesk) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(lambda request: desk)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+# --- streamable HTTP ----------------------------------------------------------------------------
+
+
+def http_app(desk_of: Callable[[str], AgentDesk], authenticate: Callable[[str], Any]) -> Starlette:
+    """The streamable HTTP app at ``/mcp``. ``authenticate(token)``: the actor an API token
+    names (``None`` when none); only an active actor holding the agent role gets through."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    def desk_for(request: Any) -> AgentDesk | None:
+        scope = getattr(request, "scope", None) or {}
+        name = scope.get(AGENT_SCOPE_KEY)
+        return desk_of(name) if isinstance(name, str) else None
+
+    manager = StreamableHTTPSessionManager(app=build_server(desk_for), stateless=True)
+
+    async def front_door(scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        actor = None
+        if scheme.lower() == "bearer" and 0 < len(token.strip()) <= MAX_TOKEN:
+            actor = await anyio.to_thread.run_sync(authenticate, token.strip())
+        if actor is None or not actor.active or AGENT not in actor.roles:
+            why = "an agent's API token is required (Authorization: Bearer TOKEN)"
+            if actor is not None:
+                why = f"{actor.name} does not hold the {AGENT} role"
+            response = JSONResponse({"error": "unauthorized", "detail": why}, status_code=401)
+            await response(scope, receive, send)
+            return
+        scope[AGENT_SCOPE_KEY] = actor.name
+        await manager.handle_request(scope, receive, send)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with manager.run():
+            yield
+
+    return Starlette(routes=[Route("/mcp", endpoint=_Asgi(front_door))], lifespan=lifespan)
+
+
+class _Asgi:
+    """An ASGI callable as a route's endpoint (a plain function would be read as a handler
+    of requests and responses)."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Any]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)

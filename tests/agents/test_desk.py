@@ -1,0 +1,188 @@
+"""Agent items follow the same rules as any item: the retry budget counts the agent's
+attempts, a spent budget is exhaustion with its account, only a person resumes it, and the
+store verifies clean afterwards. An agent touches only its own items."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from stopline.agents.desk import AgentDesk
+from stopline.controller import Controller
+from stopline.store import Store
+
+from .conftest import AGENT, AUTOMATION, AgentLab
+
+
+@pytest.fixture
+def opened(lab: AgentLab) -> Iterator[tuple[Store, Controller]]:
+    store = lab.store()
+    try:
+        yield store, Controller(store)
+    finally:
+        store.close()
+
+
+def approved(desk: AgentDesk, people: Controller, key: str) -> tuple[str, str]:
+    made = desk.propose(AUTOMATION, key, "restart", "x", {"n": 1}, {"seen": True})
+    assert made.ok, made
+    ref, digest = made.data["ref"], made.data["digest"]
+    assert people.approve(ref, proposal=digest, actor="alice").applied
+    return ref, digest
+
+
+def test_failures_spend_the_budget_and_a_person_resumes(
+    opened: tuple[Store, Controller], lab: AgentLab
+) -> None:
+    store, people = opened
+    desk = AgentDesk(store, AGENT)
+    ref, digest = approved(desk, people, "k1")
+    assert desk.begin(ref, digest).ok
+    first = desk.record(ref, digest, "failed", message="timeout", retryable=True)
+    assert first.ok and first.data["state"] == "delivering" and first.data["attempts"] == 1
+    second = desk.record(ref, digest, "failed", message="timeout again", retryable=True)
+    assert second.ok and second.data["state"] == "exhausted", second
+    assert [a["attempt"] for a in second.data["account"]["attempts"]] == [1, 2]
+    refused = desk.record(ref, digest, "done", result={"ok": True})
+    assert not refused.ok and refused.reasons == ("illegal_transition",)
+
+    lab.cli("resume", ref, "--actor", "alice", "--reason", "the service is back")
+    done = desk.record(ref, digest, "done", result={"ok": True})
+    assert done.ok and done.data["state"] == "completed", done
+    lab.cli("verify")
+
+
+def test_an_unknown_failure_stops_for_a_person(opened: tuple[Store, Controller]) -> None:
+    """A failure the agent does not call retryable is never retried blind: exception."""
+    store, people = opened
+    desk = AgentDesk(store, AGENT)
+    ref, digest = approved(desk, people, "k2")
+    assert desk.begin(ref, digest).ok
+    failed = desk.record(ref, digest, "failed", message="it broke")
+    assert failed.ok and failed.data["state"] == "exception"
+
+
+def test_an_agent_touches_only_its_own_items_and_agent_automations(
+    opened: tuple[Store, Controller],
+) -> None:
+    store, people = opened
+    ours = AgentDesk(store, AGENT)
+    ref, digest = approved(ours, people, "k3")
+    people.add_actor("other-bot", ["agent"])
+    other = AgentDesk(store, "other-bot")
+    for answer in (
+        other.get(ref),
+        other.begin(ref, digest),
+        other.record(ref, digest, "done"),
+        other.propose(AUTOMATION, "k3", "restart", "x", {"n": 1}, {}),
+        other.needs_eyes(AUTOMATION, "k3", "mine now", "sre"),
+    ):
+        assert not answer.ok and answer.reasons == ("not_your_item",), answer
+    assert [i["key"] for i in other.list().data["items"]] == []
+    assert not AgentDesk(store, "alice").propose(AUTOMATION, "k9", "a", "t", {}, {}).ok
+    wrong = ours.propose("nowhere", "k", "a", "t", {}, {})
+    assert wrong.reasons == ("unknown_automation",)
+    begun = ours.begin(ref, "0" * 64)
+    assert begun.reasons == ("proposal_digest_mismatch",)
+    assert people.item(ref).state.value == "approved"  # type: ignore[union-attr]
+
+
+def test_a_person_sends_a_proposal_back_and_the_agent_proposes_again(
+    opened: tuple[Store, Controller],
+) -> None:
+    store, people = opened
+    desk = AgentDesk(store, AGENT)
+    made = desk.propose(AUTOMATION, "k4", "restart", "x", {"n": 1}, {"seen": True})
+    ref, digest = made.data["ref"], made.data["digest"]
+    assert people.reject(ref, actor="alice", reason="use n=2", send_back=True).applied
+    assert desk.wait(ref, digest, 0).data["status"] == "rejected"
+    again = desk.propose(AUTOMATION, "k4", "restart", "x", {"n": 2}, {"seen": True})
+    assert again.ok and again.data["state"] == "awaiting_approval"
+    assert desk.wait(ref, digest, 0).data["status"] == "changed"
+    edited = people.edit(ref, actor="alice", params={"n": 3})
+    assert edited.applied
+    assert desk.wait(ref, again.data["digest"], 0).data["status"] == "changed"
+
+
+def test_agent_commands_need_the_agent_role() -> None:
+    """trust/checks.needed_roles answers the agent role for every agent command."""
+    from stopline.commands.agent_table import AGENT_ENTRIES
+    from stopline.trust.checks import needed_roles
+
+    for entry in AGENT_ENTRIES:
+        assert entry.roles == needed_roles(None, entry.name, None) == {"agent"}
+
+
+def test_a_tampered_agent_item_is_never_acted_on(
+    opened: tuple[Store, Controller], lab: AgentLab
+) -> None:
+    """Parameters changed in the database after approval: begin_action does not let the agent
+    act (the record no longer matches its sealed history), and verify names the item."""
+    from integrity.attacker import Attacker
+
+    store, people = opened
+    desk = AgentDesk(store, AGENT)
+    ref, digest = approved(desk, people, "k5")
+    attacker = Attacker(lab.url)
+    data = attacker.data(ref)
+    data["proposal"]["params"] = {"n": 1000}
+    attacker.put_data(ref, data)
+    begun = desk.begin(ref, digest)
+    assert not begun.ok and "integrity_failed" in begun.reasons, begun
+    assert people.item(ref).state.value != "delivering"  # type: ignore[union-attr]
+    found = lab.cli("verify", ok=(3,))
+    assert people.item(ref).id in found.stdout  # type: ignore[union-attr]
+
+
+def test_authority_is_checked_again_before_the_agent_acts(
+    opened: tuple[Store, Controller],
+) -> None:
+    """The approver lost the role after approving: begin_action refuses, the item is back at
+    awaiting_approval, and the agent never got to act."""
+    store, people = opened
+    desk = AgentDesk(store, AGENT)
+    people.add_actor("bob", ["approver"])
+    made = desk.propose(AUTOMATION, "k6", "restart", "x", {"n": 1}, {"seen": True})
+    ref, digest = made.data["ref"], made.data["digest"]
+    assert people.approve(ref, proposal=digest, actor="bob").applied
+    people.revoke_actor("bob", "approver")
+    begun = desk.begin(ref, digest)
+    assert not begun.ok and begun.data["state"] == "awaiting_approval", begun
+    assert "actor_not_authorized" in begun.reasons or "approvals_missing" in begun.reasons
+    assert desk.wait(ref, digest, 0).data["status"] == "waiting"
+
+
+def test_an_approval_is_begun_once_even_by_the_same_agent(
+    opened: tuple[Store, Controller],
+) -> None:
+    """Two processes speaking as the same agent: only the first begin_action goes ahead, so
+    the approved action is carried out once."""
+    store, people = opened
+    first, second = AgentDesk(store, AGENT), AgentDesk(store, AGENT)
+    ref, digest = approved(first, people, "k7")
+    assert first.begin(ref, digest).ok
+    again = second.begin(ref, digest)
+    assert not again.ok and again.reasons == ("illegal_transition",)
+    assert first.record(ref, digest, "done", result={"ok": 1}).data["state"] == "completed"
+
+
+def test_the_inbox_line_says_who_carries_an_agent_item_out(
+    opened: tuple[Store, Controller],
+) -> None:
+    from stopline.views import why
+
+    store, people = opened
+    desk = AgentDesk(store, AGENT)
+    made = desk.propose(AUTOMATION, "k8", "restart", "x", {"n": 1}, {"seen": True})
+    assert why(people.item(made.data["ref"])).endswith(f"proposed by the agent {AGENT}")  # type: ignore[arg-type]
+    ref, digest = made.data["ref"], made.data["digest"]
+    people.approve(ref, proposal=digest, actor="alice")
+    assert why(people.item(ref)).startswith(f"the agent {AGENT} carries it out")  # type: ignore[arg-type]
+
+
+def test_stopline_mcp_refuses_to_speak_for_anyone_but_an_agent(lab: AgentLab) -> None:
+    """On stdio the configured identity must be an active actor holding the agent role."""
+    for args in (("--agent", "alice"), ("--agent", "nobody"), ()):
+        done = lab.cli("mcp", *args, ok=(2,))
+        assert "agent" in done.stderr

@@ -1,0 +1,178 @@
+"""The approval guard on plain and async tool functions: the first call proposes, an approved
+call runs once with exactly the approved arguments, a replay writes nothing."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from helpers import dump
+from stopline.agents.guard import (
+    ActionStopped,
+    ApprovalGuard,
+    ApprovalPending,
+    ApprovalRejected,
+    Pending,
+)
+from stopline.controller import Controller
+from stopline.store import Store
+
+from .conftest import AGENT, AUTOMATION, AgentLab
+
+
+@pytest.fixture
+def opened(lab: AgentLab) -> Iterator[tuple[Store, Controller]]:
+    store = lab.store()
+    try:
+        yield store, Controller(store)
+    finally:
+        store.close()
+
+
+def test_a_guarded_call_waits_runs_once_and_replays(opened: tuple[Store, Controller]) -> None:
+    store, people = opened
+    guard = ApprovalGuard(store, agent=AGENT, automation=AUTOMATION)
+    calls: list[tuple[str, int]] = []
+
+    @guard.requires_approval(action="restart", target=lambda service, grace=30: service)
+    def restart(service: str, grace: int = 30) -> dict[str, Any]:
+        calls.append((service, grace))
+        return {"restarted": service, "grace": grace}
+
+    with pytest.raises(ApprovalPending) as first:
+        restart("billing-api")
+    pending = first.value.pending
+    assert pending.state == "awaiting_approval" and len(pending.digest) == 64
+    before = dump(store)
+    with pytest.raises(ApprovalPending):
+        restart("billing-api", grace=30)  # the same call: still waiting, nothing written
+    assert dump(store) == before and calls == []
+    assert guard.wait(pending, timeout=0) == "waiting"
+
+    decision = people.approve(pending.ref, proposal=pending.digest, actor="alice")
+    assert decision.applied
+    assert guard.wait(pending, timeout=5) == "approved"
+    assert restart("billing-api") == {"restarted": "billing-api", "grace": 30}
+    assert calls == [("billing-api", 30)]
+
+    before = dump(store)
+    assert restart("billing-api") == {"restarted": "billing-api", "grace": 30}  # recorded
+    assert calls == [("billing-api", 30)] and dump(store) == before
+
+    with pytest.raises(ApprovalPending) as other:  # other arguments: another proposal
+        restart("billing-api", grace=5)
+    assert other.value.pending.item != pending.item
+    assert calls == [("billing-api", 30)]
+    item = people.item(pending.ref)
+    assert item is not None and item.state.value == "completed"
+    assert item.doc("result") == {"value": {"restarted": "billing-api", "grace": 30}}
+
+
+def test_the_approved_arguments_are_the_ones_that_run(opened: tuple[Store, Controller]) -> None:
+    """A person's edit is what was approved: the function runs with the edited arguments."""
+    store, people = opened
+    guard = ApprovalGuard(store, agent=AGENT, automation=AUTOMATION, on_pending="return")
+    seen: list[int] = []
+
+    @guard.requires_approval(action="restart", target="billing-api")
+    def restart(grace: int) -> int:
+        seen.append(grace)
+        return grace
+
+    pending = restart(60)
+    assert isinstance(pending, Pending)
+    edited = people.edit(pending.ref, actor="alice", params={"grace": 10})
+    assert edited.applied
+    assert guard.wait(pending, timeout=0) == "waiting"
+    current = people.item(pending.ref)
+    assert current is not None
+    people.approve(pending.ref, proposal=current.doc("proposal")["digest"], actor="mal")  # refused
+    assert people.item(pending.ref).state.value == "awaiting_approval"  # type: ignore[union-attr]
+    people.add_actor("bob", ["approver"])
+    assert people.approve(
+        pending.ref, proposal=current.doc("proposal")["digest"], actor="bob"
+    ).applied
+    assert restart(60) == 10 and seen == [10]
+
+
+def test_a_rejected_call_never_runs(opened: tuple[Store, Controller]) -> None:
+    store, people = opened
+    guard = ApprovalGuard(store, agent=AGENT, automation=AUTOMATION, on_pending="return")
+    ran: list[str] = []
+
+    @guard.requires_approval(action="restart", target="x")
+    def restart(service: str) -> None:
+        ran.append(service)
+
+    pending = restart("x")
+    assert isinstance(pending, Pending)
+    assert people.reject(pending.ref, actor="alice", reason="not now").applied
+    with pytest.raises(ApprovalRejected):
+        restart("x")
+    assert ran == []
+
+
+def test_a_failed_call_stops_for_a_person_and_never_runs_again(
+    opened: tuple[Store, Controller], lab: AgentLab
+) -> None:
+    store, people = opened
+    guard = ApprovalGuard(store, agent=AGENT, automation=AUTOMATION, on_pending="return")
+    ran: list[str] = []
+
+    @guard.requires_approval(action="restart", target="x")
+    def restart(service: str) -> None:
+        ran.append(service)
+        raise RuntimeError("the service did not come back")
+
+    pending = restart("x")
+    assert isinstance(pending, Pending)
+    people.approve(pending.ref, proposal=pending.digest, actor="alice")
+    with pytest.raises(RuntimeError):
+        restart("x")
+    item = people.item(pending.ref)
+    assert item is not None and item.state.value == "exception"
+    with pytest.raises(ActionStopped):
+        restart("x")
+    assert ran == ["x"]
+    lab.cli("verify")
+
+
+def test_an_async_function_is_guarded_the_same_way(opened: tuple[Store, Controller]) -> None:
+    store, people = opened
+    guard = ApprovalGuard(store, agent=AGENT, automation=AUTOMATION)
+    ran: list[str] = []
+
+    @guard.requires_approval(action="restart", target="billing-api")
+    async def restart(service: str) -> str:
+        ran.append(service)
+        await asyncio.sleep(0)
+        return f"{service} restarted"
+
+    with pytest.raises(ApprovalPending) as first:
+        asyncio.run(restart("billing-api"))
+    pending = first.value.pending
+    people.approve(pending.ref, proposal=pending.digest, actor="alice")
+    assert asyncio.run(restart("billing-api")) == "billing-api restarted"
+    before = dump(store)
+    assert asyncio.run(restart("billing-api")) == "billing-api restarted"
+    assert ran == ["billing-api"] and dump(store) == before
+
+
+def test_arguments_without_a_json_form_are_refused_before_anything_is_written(
+    opened: tuple[Store, Controller],
+) -> None:
+    store, _ = opened
+    guard = ApprovalGuard(store, agent=AGENT, automation=AUTOMATION)
+
+    @guard.requires_approval(action="restart", target="x")
+    def restart(service: object) -> None:
+        raise AssertionError("never runs")
+
+    before = dump(store)
+    with pytest.raises(Exception) as refused:
+        restart(object())
+    assert "invalid_input" in getattr(refused.value, "reasons", ())
+    assert dump(store) == before
