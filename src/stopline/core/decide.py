@@ -6,7 +6,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from . import approval, delivery, failures, guard, operator, review, revision, work
+from . import approval, delivery, failures, guard, notes, operator, review, revision, work
+from .authorship import author_problems
 from .canonical import CanonicalError, canonical_json
 from .commands import (
     Acknowledge,
@@ -25,6 +26,7 @@ from .commands import (
     Guard,
     Intent,
     NeedsEyes,
+    Note,
     NothingToDo,
     Observe,
     Propose,
@@ -75,6 +77,7 @@ HANDLERS: dict[type[Command], Handler] = {
     Publish: review.decide_publish,
     Reconcile: review.decide_reconcile,
     Revise: revision.decide_revise,
+    Note: notes.decide_note,
 }
 
 
@@ -98,6 +101,7 @@ OUTSIDE_INPUT: dict[type[Command], tuple[str, ...]] = {
     Resume: ("reason",),
     Revise: ("reason", "artifacts"),
     Review: ("reason",),
+    Note: ("body",),
 }
 
 
@@ -125,5 +129,10 @@ def decide(item: Item | None, command: Command, ctx: Context) -> Decision:
     if handler is None:
         return refused(item, [Reason.ILLEGAL_TRANSITION])
     if isinstance(command, ActorCommand):
-        ctx = replace(ctx, attestation=command.attestation)
+        author = command.author_of()
+        declared = {"kind": author.kind, "name": author.name, "family": author.family}
+        if author_problems(declared):
+            return refused(item, [Reason.INVALID_INPUT])
+        # the author is recorded, never consulted: no rule below reads ctx.author
+        ctx = replace(ctx, attestation=command.attestation, author=author)
     return handler(item, command, ctx)

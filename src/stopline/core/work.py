@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from .authorship import AUTOMATION
 from .canonical import digest, format_time, freeze
 from .commands import Discover, Expire, NeedsEyes, NothingToDo, Observe, Propose, Report
 from .decision import Decision, Outcome, refused
@@ -52,7 +53,11 @@ def decide_discover(command: Discover, ctx: Context) -> Decision:
         to_state=State.OBSERVING,
         reasons=(),
         digests={"input": digest(command.input), "seal": item_seal(item)},
-        detail={"automation": command.automation, "key": command.key},
+        detail={
+            "automation": command.automation,
+            "key": command.key,
+            "author": AUTOMATION.to_plain(),
+        },
         prev_hash="",
     )
     item = replace(item, head=event.hash)

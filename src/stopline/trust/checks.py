@@ -28,6 +28,7 @@ from ..core.commands import ActorCommand, Approve
 from ..core.integrity import Finding
 from ..core.reasons import Reason
 from ..core.records import Event, Item
+from ..core.rights import participant_roles
 from ..core.states import State
 from ..core.step import OPERATOR
 from .authority import Authority, attestation_problems
@@ -55,6 +56,8 @@ def needed_roles(item: Item, command: ActorCommand, policy: Any) -> frozenset[st
         return required | {OPERATOR}
     if command.name == "publish":
         return frozenset(policy.delivery.publish_roles)
+    if command.name == "note":
+        return participant_roles(item, policy)
     return frozenset({OPERATOR})
 
 
