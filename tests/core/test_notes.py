@@ -46,6 +46,7 @@ def kept(before: Item, after: Item) -> dict[str, Any]:
     """What a note must leave as it was."""
     fields = ("state", "attempts", "max_attempts", "next_eligible_at", "attempt_log", "data")
     fields += ("lease_owner", "lease_token", "lease_expires_at", "claimed_at", "created_at")
+    fields += ("updated_at",)  # how long it has waited is kept
     return {f: (getattr(before, f), getattr(after, f)) for f in fields}
 
 

@@ -17,7 +17,7 @@ from .policy import Policy
 from .reasons import Reason
 from .records import Actor, Event, Item
 from .states import State
-from .transitions import By, Cmd, lookup
+from .transitions import ANNOTATIONS, By, Cmd, lookup
 
 OPERATOR = "operator"
 
@@ -145,7 +145,9 @@ def transition(
         version=item.version + 1,
         seq=item.seq + 1,
         head="",
-        updated_at=ctx.now,
+        # an annotation (a note) is not a change of the record: how long the item has waited
+        # (the inbox's age and overdue) is kept
+        updated_at=item.updated_at if cmd in ANNOTATIONS else ctx.now,
         attempts=attempts,
         max_attempts=max_attempts,
         next_eligible_at=next_eligible_at
