@@ -238,7 +238,7 @@ def test_a_note_is_a_self_loop_in_every_state_by_a_participant() -> None:
     for state in S:
         row = lookup(state, Cmd.NOTE)
         assert row is not None and row.targets == {state} and row.by is By.PARTICIPANT
-    assert ANNOTATIONS == {Cmd.NOTE}
+    assert {Cmd.NOTE} == ANNOTATIONS
 
 
 def test_a_table_whose_note_moves_an_item_or_whose_final_state_acts_is_refused() -> None:

@@ -369,9 +369,9 @@ def http_markdown() -> str:
         "",
         "### Who wrote a command",
         "",
-        "Every command that names an actor takes an optional `author` object: `{\"kind\":"
-        " \"human\"}` (what an absent `author` means), `{\"kind\": \"automation\"}`, or"
-        " `{\"kind\": \"ai\", \"name\": NAME, \"family\": FAMILY}` (the name and model family"
+        'Every command that names an actor takes an optional `author` object: `{"kind":'
+        ' "human"}` (what an absent `author` means), `{"kind": "automation"}`, or'
+        ' `{"kind": "ai", "name": NAME, "family": FAMILY}` (the name and model family'
         " an AI declares for itself, 1 to 200 characters each; only an `ai` author takes them)."
         " It is recorded in the event ([records.md](records.md#who-wrote-an-event)) as data and"
         " never grants anything: who may run a command is decided from the authenticated actor's"
