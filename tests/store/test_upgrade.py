@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "legacy-v3.db"
+CLI_HISTORY = (sys.executable, "-m", "stopline.cli.main", "history")
 
 
 def cli(cwd: Path, *args: str) -> tuple[int, Any]:
@@ -144,8 +145,7 @@ def test_legacy_events_have_no_author_and_a_note_after_the_upgrade_verifies(
     code, report = cli(cwd, "verify")
     assert code == 0 and report["ok"] is True, report
     text = subprocess.run(
-        [sys.executable, "-m", "stopline.cli.main", "history", "support-triage/msg-1043"]
-        + ["--db", "sqlite:///legacy.db"],
+        [*CLI_HISTORY, "support-triage/msg-1043", "--db", "sqlite:///legacy.db"],
         cwd=cwd,
         capture_output=True,
         text=True,
