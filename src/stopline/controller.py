@@ -14,6 +14,7 @@ from functools import partial
 from typing import Any
 
 from .clock import Clock, utcnow
+from .core.authorship import Author
 from .core.canonical import CanonicalError, digest
 from .core.commands import (
     Acknowledge,
@@ -23,6 +24,7 @@ from .core.commands import (
     Command,
     Edit,
     Finalize,
+    Note,
     Observed,
     Publish,
     Reconcile,
@@ -310,6 +312,20 @@ class Controller(Registrar):
         self, ref: str, *, actor: str, reason: str, idempotency_key: str | None = None
     ) -> Decision:
         return self.run(ref, Close(actor=actor, reason=reason), idempotency_key=idempotency_key)
+
+    def note(
+        self,
+        ref: str,
+        *,
+        actor: str,
+        body: str,
+        author: Author | None = None,
+        idempotency_key: str | None = None,
+    ) -> Decision:
+        """A comment in the item's history; nothing else changes. ``author``: who wrote it, as
+        the caller declares (``None``: a person), recorded as data, never authority."""
+        command = Note(actor=actor, body=body, author=author)
+        return self.run(ref, command, idempotency_key=idempotency_key)
 
     def finalize(self, ref: str, *, idempotency_key: str | None = None) -> Decision:
         return self.run(ref, Finalize(), idempotency_key=idempotency_key)

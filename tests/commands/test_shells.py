@@ -66,6 +66,8 @@ def expected_flags(entry: Entry) -> set[str]:
     flags = COMMON | {f.cli_flag for f in entry.fields}
     flags |= {"--idempotency-key"} if entry.idempotent else set()
     flags |= {"--actor", "--key"} if entry.takes_actor else set()  # --key: signed mode
+    author = {"--author-kind", "--author-name", "--author-family"}
+    flags |= author if entry.takes_actor else set()
     flags |= {"--app"} if entry.runner.needs_target else set()
     return flags
 
@@ -118,7 +120,9 @@ def test_openapi_has_one_operation_per_entry_with_exactly_its_fields() -> None:
     for entry in HTTP:
         op = paths[f"/api/items/{{item}}/{entry.name}"]["post"]
         schema = op["requestBody"]["content"]["application/json"]["schema"]
-        assert set(schema["properties"]) == {f.name for f in entry.fields}
+        extra = {"author"} if entry.takes_actor else set()
+        extra |= {"idempotency_key"} if entry.idempotent else set()
+        assert set(schema["properties"]) == {f.name for f in entry.fields} | extra
         assert schema["required"] == [f.name for f in entry.fields if f.required]
         for field in entry.fields:
             assert schema["properties"][field.name]["description"] == field.help

@@ -22,6 +22,7 @@ from stopline.core.commands import (
     Command,
     Edit,
     Finalize,
+    Note,
     Publish,
     Reconcile,
     Reinspect,
@@ -99,10 +100,13 @@ def allowed(item: Item, actor: str, ctx: Context) -> set[str]:
 def test_authority_follows_the_by_column_of_the_transition_table() -> None:
     """Operator and reviewer rows mean the operator role; approver rows are refined per command."""
     people = {t.command for t in TABLE.values() if t.by in (By.OPERATOR, By.APPROVER, By.REVIEWER)}
-    assert set(COMMANDS) == people | {Cmd.FINALIZE}
+    participants = {t.command for t in TABLE.values() if t.by is By.PARTICIPANT}
+    assert participants == {Cmd.NOTE}
+    assert set(COMMANDS) == people | participants | {Cmd.FINALIZE}
     for t in TABLE.values():
         if t.by in (By.OPERATOR, By.REVIEWER):
             assert AUTHORITY[t.command] is Authority.OPERATOR
+    assert AUTHORITY[Cmd.NOTE] is Authority.PARTICIPANT
     assert AUTHORITY[Cmd.APPROVE] is Authority.APPROVER
     assert AUTHORITY[Cmd.REJECT] is Authority.APPROVER_OR_OPERATOR
     assert AUTHORITY[Cmd.PUBLISH] is Authority.PUBLISHER
@@ -122,6 +126,9 @@ def test_roles_with_rights_under_policies() -> None:
     drafting = policy(delivery=DeliveryPolicy(mode=DRAFT, publish_roles=("editor",)))
     assert "editor" not in roles_with_rights(every, [drafting])
     assert authority_roles(Authority.ANYONE, draft) == frozenset()
+    # a note: any role that gives one of the other rights
+    assert authority_roles(Authority.PARTICIPANT, draft) == {"operator", "approver", "lead"}
+    assert authority_roles(Authority.PARTICIPANT, publishing) >= {"operator", "editor"}
 
 
 # --- what the answer says on real items ----------------------------------------------------------
@@ -131,9 +138,10 @@ def test_an_approver_may_approve_and_reject_but_not_edit() -> None:
     """alice (approver) may approve and reject a proposal; edit, reinspect, close need an operator."""
     h = Harness()
     item = h.to(S.AWAITING_APPROVAL)
-    assert allowed(item, "alice", ctx_for(h)) == {"approve", "reject"}
-    assert allowed(item, "olivia", ctx_for(h)) == {"reject", "edit", "reinspect", "close"}
-    assert allowed(item, "carol", ctx_for(h)) == {"approve", "reject", "edit", "reinspect", "close"}
+    assert allowed(item, "alice", ctx_for(h)) == {"approve", "reject", "note"}
+    assert allowed(item, "olivia", ctx_for(h)) == {"reject", "edit", "reinspect", "close", "note"}
+    every = {"approve", "reject", "edit", "reinspect", "close", "note"}
+    assert allowed(item, "carol", ctx_for(h)) == every
 
 
 def test_refusals_name_the_reasons_decide_gives() -> None:
@@ -154,7 +162,7 @@ def test_completed_items_offer_revise_review_and_finalize() -> None:
     """On a completed delivery an operator may revise and review; anyone may finalize."""
     h = Harness()
     item = h.to(S.COMPLETED)
-    assert allowed(item, "olivia", ctx_for(h)) == {"revise", "review", "finalize"}
+    assert allowed(item, "olivia", ctx_for(h)) == {"revise", "review", "finalize", "note"}
     assert allowed(item, "stranger", ctx_for(h)) == {"finalize"}
     publish = rights(item, "pat", ctx_for(h))["publish"]
     assert publish.reasons == (Reason.MODE_FORBIDS_PUBLICATION,)
@@ -272,6 +280,7 @@ def probes(draw: st.DrawFn, item: Item, actor: str) -> list[Command]:
         Review(actor, packet_digest, draw(st.sampled_from(["approve", "reject"])), reason),
         Publish(actor, packet_digest),
         Reconcile(actor, key),
+        Note(actor, draw(st.sampled_from(["a comment", "", "  "]))),
     ]
 
 

@@ -18,6 +18,7 @@ from stopline.core.states import (
     State,
 )
 from stopline.core.transitions import (
+    ANNOTATIONS,
     TABLE,
     By,
     Cmd,
@@ -32,7 +33,7 @@ from stopline.core.transitions import (
 )
 
 S = State
-PEOPLE = {By.OPERATOR, By.APPROVER, By.REVIEWER}
+PEOPLE = {By.OPERATOR, By.APPROVER, By.REVIEWER, By.PARTICIPANT}
 Table = dict[tuple[State | None, Cmd], Transition]
 
 
@@ -160,18 +161,20 @@ def test_stop_states_are_left_only_by_people() -> None:
 
 
 def test_work_states_are_left_only_by_workers() -> None:
-    """Every row out of a work state is a worker's step."""
+    """Every row out of a work state is a worker's step (a note moves nothing)."""
     for (src, cmd), row in TABLE.items():
-        if src is not None and src.is_work:
+        if src is not None and src.is_work and cmd not in ANNOTATIONS:
             assert row.by is By.WORKER, (src, cmd)
 
 
 def test_delivered_states_reopen_only_through_revise() -> None:
-    """completed and revision_completed are left only by revise; closed and failed never."""
+    """completed and revision_completed are left only by revise; closed and failed never (they
+    take only a note, which keeps the state)."""
     for (src, cmd), row in TABLE.items():
         if src in DELIVERED_STATES and row.targets != {src}:
             assert cmd is Cmd.REVISE, (src, cmd)
-        assert src not in FINAL_STATES
+        if src in FINAL_STATES:
+            assert cmd in ANNOTATIONS and row.targets == {src}, (src, cmd)
     assert lookup(S.COMPLETED, Cmd.REVISE) is not None
     assert lookup(S.COMPLETED, Cmd.FINALIZE) is None  # finalize never writes
 
@@ -228,3 +231,27 @@ def test_markdown_lists_every_row() -> None:
         name = "(new)" if src is None else f"`{src.value}`"
         assert f"| {name} | `{cmd.value}` |" in text
         assert f"| {row.by.value} | {row.doc} |" in text
+
+
+def test_a_note_is_a_self_loop_in_every_state_by_a_participant() -> None:
+    """note is legal in every state, final ones included, and never moves the item."""
+    for state in S:
+        row = lookup(state, Cmd.NOTE)
+        assert row is not None and row.targets == {state} and row.by is By.PARTICIPANT
+    assert {Cmd.NOTE} == ANNOTATIONS
+
+
+def test_a_table_whose_note_moves_an_item_or_whose_final_state_acts_is_refused() -> None:
+    """The validator allows a final state only annotations that keep it."""
+    rows = dict(TABLE)
+    rows[(S.CLOSED, Cmd.NOTE)] = Transition(
+        S.CLOSED, Cmd.NOTE, frozenset({S.OBSERVING}), By.PARTICIPANT, "x"
+    )
+    with pytest.raises(TableError, match="note moves closed"):
+        validate(rows)
+    rows = dict(TABLE)
+    rows[(S.FAILED, Cmd.CLOSE)] = Transition(
+        S.FAILED, Cmd.CLOSE, frozenset({S.FAILED}), By.OPERATOR, "x"
+    )
+    with pytest.raises(TableError, match="final state failed accepts close"):
+        validate(rows)

@@ -288,7 +288,12 @@ def test_a_missing_object_stops_the_revision_and_reconcile_never_creates(env: En
         "olga",
         done["sequence"],
     )
-    assert event["detail"] == {"key": "article-2", "remote_id": second, "matches_current": False}
+    assert event["detail"] == {
+        "key": "article-2",
+        "remote_id": second,
+        "matches_current": False,
+        "author": {"kind": "human"},  # every event records who wrote it
+    }
     assert env.site.objects() == sorted([first, second])
     assert by_key(env.show())["article-2"]["remote_id"] == second
 

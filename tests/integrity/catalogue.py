@@ -894,6 +894,47 @@ def registry_grant_appended(a: Attacker, base: Base) -> None:
 # --- the table -----------------------------------------------------------------------------
 
 
+# authors -------------------------------------------------------------------------------------
+
+
+def _thawed(detail: Any) -> dict[str, Any]:
+    return json.loads(json.dumps(detail, default=dict))
+
+
+@edit(
+    "an event's author kind edited in place (the proposal re-labelled as a person's)",
+    findings=(("event", "event_altered"),),
+    items=("pay-waiting",),
+    moves=(approve("pay-waiting", "alice"), RUN),
+)
+def author_kind_edited(a: Attacker, base: Base) -> None:
+    item = a.item("vault/pay-waiting")
+    propose = next(e for e in a.history(item.id) if e.command == "propose")
+    detail = {**_thawed(propose.detail), "author": {"kind": "human"}}
+    a.sql(
+        "UPDATE events SET detail = :detail WHERE item_id = :id AND seq = :seq",
+        {"detail": a.json(detail), "id": item.id, "seq": propose.seq},
+    )
+
+
+@edit(
+    "a worker's event re-labelled a person's author, its chain re-hashed and the row updated",
+    findings=(("event", "author_malformed"),),
+    items=("pay-waiting",),
+    moves=(approve("pay-waiting", "alice"), RUN),
+)
+def author_rehashed(a: Attacker, base: Base) -> None:
+    item = a.item("vault/pay-waiting")
+    events = a.history(item.id)
+    propose = next(e for e in events if e.command == "propose")
+    detail = {**_thawed(propose.detail), "author": {"kind": "ai", "name": "x", "family": "y"}}
+    events = [replace(e, detail=freeze(detail)) if e.seq == propose.seq else e for e in events]
+    item, events = a.rehash_chain(item, events, propose.seq)
+    for event in events[propose.seq - 1 :]:
+        a.put_event(event)
+    a.put_item(item)
+
+
 def summary(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     """The catalogue's table (one line per edit and store) and its counts per store."""
     lines = [

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "legacy-v3.db"
+CLI_HISTORY = (sys.executable, "-m", "stopline.cli.main", "history")
 
 
 def cli(cwd: Path, *args: str) -> tuple[int, Any]:
@@ -123,3 +124,32 @@ def test_upgraded_items_keep_working(tmp_path: Path) -> None:
     assert after["state"] == "completed", after
     code, report = cli(cwd, "verify")
     assert code == 0, report
+
+
+def test_legacy_events_have_no_author_and_a_note_after_the_upgrade_verifies(
+    tmp_path: Path,
+) -> None:
+    """Events written before authors were kept carry none and verify as they are (history shows
+    '-'); a note on an upgraded item is recorded with its author, and verify stays clean."""
+    cwd = legacy(tmp_path)
+    assert cli(cwd, "migrate")[0] == 0
+    code, history = cli(cwd, "history", "support-triage/msg-1043")
+    assert code == 0
+    assert all("author" not in e["detail"] for e in history["events"])
+    code, decision = cli(
+        cwd, "note", "support-triage/msg-1043", "--actor", "alice", "--body", "seen after upgrade"
+    )
+    assert code == 0 and decision["decision"] == "applied", decision
+    code, history = cli(cwd, "history", "support-triage/msg-1043")
+    assert history["events"][-1]["detail"]["author"] == {"kind": "human"}
+    code, report = cli(cwd, "verify")
+    assert code == 0 and report["ok"] is True, report
+    text = subprocess.run(
+        [*CLI_HISTORY, "support-triage/msg-1043", "--db", "sqlite:///legacy.db"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    rows = text.splitlines()
+    assert "AUTHOR" in rows[0] and rows[1].split()[-1] == "-" and "human" in rows[4]

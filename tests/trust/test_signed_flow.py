@@ -73,3 +73,33 @@ def test_without_a_key_a_person_command_is_refused(lab: SignedLab) -> None:
     )
     assert "unsigned mode" in unsigned.stderr and "the key is not used" in unsigned.stderr
     assert "actor_unknown" in unsigned.stdout  # decided as any unsigned command is
+
+
+def test_a_signed_note_verifies(lab: SignedLab) -> None:
+    """In signed mode a note is signed like any person's command (alice, an approver, counts
+    under her approver role), verify stays clean, and an unsigned note is refused."""
+    unsigned = lab.cli("note", "pay/k1", "--body", "x", "--actor", "alice", "--json", ok=(3,))
+    assert "signature_invalid" in unsigned.stdout
+    done = lab.cli_json(
+        "note",
+        "pay/k1",
+        "--body",
+        "checked with finance",
+        "--actor",
+        "alice",
+        "--author-kind",
+        "ai",
+        "--author-name",
+        "helper-7",
+        "--author-family",
+        "example-family",
+        "--key",
+        str(lab.key_path("alice")),
+    )
+    assert (done["decision"], done["state"]) == ("applied", "awaiting_approval")
+    history = lab.cli_json("history", "pay/k1")["events"]
+    note = history[-1]
+    assert note["command"] == "note" and "attestation" in note["detail"]
+    assert note["detail"]["author"]["kind"] == "ai"
+    report = lab.verify()
+    assert report["ok"], report["problems"]

@@ -39,8 +39,14 @@ def _entry_section(entry: Entry) -> list[str]:
     else:
         out.append("No body (or `{}`).")
     out.append("")
+    if entry.takes_actor:
+        out += ["Takes `author` (see [Who wrote a command](#who-wrote-a-command)).", ""]
     if entry.idempotent:
-        out += ["Takes an `Idempotency-Key` header.", ""]
+        out += [
+            "Takes an `Idempotency-Key` header (or `idempotency_key` in the body; both given"
+            " must agree).",
+            "",
+        ]
     return out
 
 
@@ -90,6 +96,16 @@ def http_markdown() -> str:
         " as [cli.md](cli.md#refusals) describes. The reason codes are listed in"
         " [cli.md](cli.md#reason-codes). A digest may be sent as a prefix of at least"
         f" {MIN_PREFIX} characters that names exactly one digest the item holds.",
+        "",
+        "### Who wrote a command",
+        "",
+        'Every command that names an actor takes an optional `author` object: `{"kind":'
+        ' "human"}` (what an absent `author` means), `{"kind": "automation"}`, or'
+        ' `{"kind": "ai", "name": NAME, "family": FAMILY}` (the name and model family'
+        " an AI declares for itself, 1 to 200 characters each; only an `ai` author takes them)."
+        " It is recorded in the event ([records.md](records.md#who-wrote-an-event)) as data and"
+        " never grants anything: who may run a command is decided from the authenticated actor's"
+        " roles alone. A malformed `author` is 422 and nothing is run.",
         "",
     ]
     for entry in exposed(Shell.HTTP):

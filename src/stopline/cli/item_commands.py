@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..commands.entry import Entry, Shell, check_idempotency_key, validate
+from ..commands.entry import AUTHOR, Entry, Shell, check_idempotency_key, validate
 from ..commands.fields import ABSENT, Field, Type, from_text
 from ..commands.perform import perform
 from ..commands.runners import RunOptions
@@ -83,6 +83,9 @@ def body_of(entry: Entry, args: argparse.Namespace) -> tuple[dict[str, Any], lis
                 body[field.name] = value
         else:
             body[field.name] = raw
+    declared = {part: getattr(args, f"author_{part}", None) for part in ("kind", "name", "family")}
+    if any(v is not None for v in declared.values()):
+        body[AUTHOR] = {part: value for part, value in declared.items() if value is not None}
     return body, problems
 
 
@@ -111,6 +114,26 @@ def handler(entry: Entry) -> Handler:
     return run
 
 
+AUTHOR_HELP = (
+    "who wrote the command: human (the default), ai or automation; recorded in the history as"
+    " data, never a source of authority"
+)
+
+
+def add_author_options(parser: argparse.ArgumentParser) -> None:
+    """``--author-kind``, ``--author-name`` and ``--author-family``: the author a caller
+    declares (an AI names itself and its model family)."""
+    parser.add_argument("--author-kind", choices=["human", "ai", "automation"], help=AUTHOR_HELP)
+    parser.add_argument(
+        "--author-name", metavar="NAME", help="with --author-kind ai: the name the AI declares"
+    )
+    parser.add_argument(
+        "--author-family",
+        metavar="FAMILY",
+        help="with --author-kind ai: the model family the AI declares",
+    )
+
+
 def add_item_commands(add: AddParser, keyed: argparse.ArgumentParser) -> None:
     """One subcommand for every entry the CLI exposes, in table order."""
     for entry in exposed(Shell.CLI):
@@ -125,6 +148,7 @@ def add_item_commands(add: AddParser, keyed: argparse.ArgumentParser) -> None:
                 help="who acts (checked against the actor registry, not authenticated: see below)",
             )
             add_key_option(p)
+            add_author_options(p)
         for field in entry.fields:
             add_field(p, field)
         if entry.runner.needs_target:

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from ..controller import Controller
+from ..core.authorship import author_text, event_author
 from ..core.states import State
 from ..store import Store
 from ..verification import verify_store
@@ -70,12 +71,15 @@ def cmd_show(args: argparse.Namespace, store: Store, out: Out) -> int:
     actors = store.actors()
     view = item_view(item, actors)
     text = render.show_text(view, controller.clock(), why(item, actors))
+    notes = render.note_views(store.history(item.id))
+    if notes:
+        text += "\n" + "\n".join(render.notes_text(notes, controller.clock()))
     hints = next_commands(item)
     if hints:
         text += "\nnext:\n  " + "\n  ".join(hints)
     trust = host_trust()  # signed mode is the host's, never the database's
     text += "\n" + mode_text(trust)
-    out.doc({**view, "mode": mode(trust)}, text)
+    out.doc({**view, "notes": notes, "mode": mode(trust)}, text)
     return EXIT_OK
 
 
@@ -92,11 +96,15 @@ def cmd_history(args: argparse.Namespace, store: Store, out: Out) -> int:
             e.command,
             f"{e.from_state.value if e.from_state else '(new)'} -> {e.to_state.value}",
             e.actor,
+            author_text(event_author(e.detail)),
             ", ".join(e.reasons),
         )
         for e in events
     ]
-    text = render.table(rows, ["SEQ", "AT", "COMMAND", "TRANSITION", "BY", "REASONS"])
+    text = render.table(rows, ["SEQ", "AT", "COMMAND", "TRANSITION", "BY", "AUTHOR", "REASONS"])
+    notes = [f"  {e.seq}: {e.actor}: {e.detail['body']}" for e in events if e.command == "note"]
+    if notes:
+        text += "\nnotes:\n" + "\n".join(notes)
     out.doc({"item": item.id, "events": [event_view(e) for e in events]}, text)
     return EXIT_OK
 

@@ -9,8 +9,10 @@ from datetime import datetime
 from typing import Any
 
 from ..commands.perform import Performed
-from ..core.canonical import parse_time
+from ..core.authorship import author_text, event_author
+from ..core.canonical import format_time, parse_time
 from ..core.proposal_diff import diff_lines
+from ..core.records import Event
 
 
 def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
@@ -208,3 +210,32 @@ def show_text(view: Mapping[str, Any], now: datetime, why: str = "") -> str:
         f = view["failure"]
         out.append(f"failed:    {f['class']}: {f['message']}")
     return "\n".join(out)
+
+
+def note_views(events: Sequence[Event]) -> list[dict[str, Any]]:
+    """The notes in an item's history, oldest first: sequence, time, actor, author, body."""
+    return [
+        {
+            "sequence": e.seq,
+            "at": format_time(e.at),
+            "actor": e.actor,
+            "author": event_author(e.detail),
+            "body": e.detail.get("body", ""),
+        }
+        for e in events
+        if e.command == "note"
+    ]
+
+
+def notes_text(notes: Sequence[Mapping[str, Any]], now: datetime) -> list[str]:
+    """``stopline show``'s lines of the notes (the last :data:`SHOWN_NOTES`)."""
+    out = []
+    for n in notes[-SHOWN_NOTES:]:
+        who = f"{n['actor']} ({author_text(n['author'])})"
+        out.append(f"note:      #{n['sequence']} by {who} {ago(n['at'], now)}: {n['body']}")
+    if len(notes) > SHOWN_NOTES:
+        out.append(f"           {len(notes) - SHOWN_NOTES} earlier note(s): stopline history")
+    return out
+
+
+SHOWN_NOTES = 5

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from ..controller import Controller
 from ..core import commands as core
+from ..core.authorship import author_from, author_problems
 from ..core.decision import Decision
 from ..core.records import Item
 from ..core.rights import AUTHORITY, Authority
@@ -69,8 +70,11 @@ class Entry:
         return all(f.fillable(item) for f in self.fields)
 
     def build(self, actor: str | None, fields: Mapping[str, Any]) -> core.Command:
-        """The core command, from checked ``fields`` (absent ones take the core's default)."""
+        """The core command, from checked ``fields`` (absent ones take the core's default;
+        :data:`AUTHOR`, the author the caller declared, absent: a person)."""
         values: dict[str, Any] = {}
+        if AUTHOR in fields:
+            values["author"] = author_from(fields[AUTHOR])
         for f in self.fields:
             if f.name in fields:
                 value = fields[f.name]
@@ -87,6 +91,11 @@ class Entry:
 
 
 # --- checking what a shell received -----------------------------------------------------------
+
+# Not a field of any entry: every command that names an actor takes it. Who wrote the command,
+# as its caller declares it (``{"kind", "name", "family"}``, core/authorship.py); recorded in
+# the event as data, never a source of authority. Absent: a person (``human``).
+AUTHOR = "author"
 
 
 class HasFields(Protocol):
@@ -106,9 +115,12 @@ def validate(entry: HasFields, body: Any) -> tuple[dict[str, Any], list[str]]:
     if not isinstance(body, dict):
         return {}, ["the body must be a JSON object"]
     problems: list[str] = []
+    takes_author = bool(getattr(entry, "takes_actor", False))  # agent commands take none
     for name in body:
         if name == "actor":
             problems.append("actor is not a field: the actor is the authenticated identity")
+        elif name == AUTHOR and takes_author:
+            problems += author_problems(body[name])
         elif entry.field(name) is None:
             problems.append(f"unknown field {name!r}")
     values: dict[str, Any] = {}
@@ -124,6 +136,8 @@ def validate(entry: HasFields, body: Any) -> tuple[dict[str, Any], list[str]]:
         problems += found
         if not found:
             values[f.name] = value
+    if AUTHOR in body and takes_author and not problems:
+        values[AUTHOR] = dict(body[AUTHOR])
     return values, problems
 
 
@@ -156,7 +170,17 @@ class TableError(Exception):
     """The command table is malformed (raised at import time)."""
 
 
-RESERVED_FLAGS = {"--db", "--json", "--actor", "--app", "--idempotency-key", "--help"}
+RESERVED_FLAGS = {
+    "--db",
+    "--json",
+    "--actor",
+    "--app",
+    "--idempotency-key",
+    "--help",
+    "--author-kind",
+    "--author-name",
+    "--author-family",
+}
 
 
 def _problems(entry: Entry) -> Iterable[str]:
@@ -168,7 +192,8 @@ def _problems(entry: Entry) -> Iterable[str]:
     if len(set(names)) != len(names) or len(set(flags)) != len(flags):
         yield f"{entry.name} repeats a field or a flag"
     for f in entry.fields:
-        if f.name == "actor" or f.core_name not in core_fields or f.core_name == "actor":
+        own = f.core_name in core_fields and f.core_name not in ("actor", AUTHOR, "attestation")
+        if f.name in ("actor", AUTHOR) or not own:
             yield f"{entry.name}.{f.name} is not a field of {entry.command.__name__}"
         if f.cli_flag in RESERVED_FLAGS:
             yield f"{entry.name}.{f.name} takes a reserved flag {f.cli_flag}"

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .entry import Entry, HasFields
-from .fields import Field, Limits, Type
+from ..core.authorship import KINDS, MAX_AUTHOR_TEXT
+from .entry import AUTHOR, Entry, HasFields
+from .fields import MAX_KEY, Field, Limits, Type
 
 NO_NUL = "^[^\\x00]*$"
 NOT_BLANK = "^[^\\x00]*\\S[^\\x00]*$"
@@ -51,10 +52,46 @@ def field_schema(field: Field) -> dict[str, Any]:
     return {**value_schema(field), "description": field.help}
 
 
+def _declared_text(what: str) -> dict[str, Any]:
+    return {
+        "type": "string",
+        "pattern": NOT_BLANK,
+        "minLength": 1,
+        "maxLength": MAX_AUTHOR_TEXT,
+        "description": f"with kind ai: the {what} the AI declares for itself",
+    }
+
+
+AUTHOR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "who wrote the command, as the caller declares it (absent: human); recorded"
+    " in the history as data, never a source of authority",
+    "properties": {
+        "kind": {"type": "string", "enum": list(KINDS)},
+        "name": _declared_text("name"),
+        "family": _declared_text("model family"),
+    },
+    "required": ["kind"],
+}
+KEY_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "pattern": "^[!-~]+$",
+    "minLength": 1,
+    "maxLength": MAX_KEY,
+    "description": "an idempotency key (as the Idempotency-Key header; both given must agree)",
+}
+
+
 def body_schema(entry: Entry | HasFields) -> dict[str, Any]:
+    properties = {f.name: field_schema(f) for f in entry.fields}
+    if isinstance(entry, Entry) and entry.takes_actor:
+        properties[AUTHOR] = AUTHOR_SCHEMA
+    if isinstance(entry, Entry) and entry.idempotent:
+        properties["idempotency_key"] = KEY_SCHEMA
     return {
         "type": "object",
         "additionalProperties": False,
-        "properties": {f.name: field_schema(f) for f in entry.fields},
+        "properties": properties,
         "required": [f.name for f in entry.fields if f.required],
     }

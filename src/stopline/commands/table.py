@@ -22,7 +22,7 @@ from typing import Any
 from ..core import commands as core
 from ..core.transitions import Cmd
 from . import sources
-from .entry import Entry, Shell, WebForm, check_table
+from .entry import PEOPLE, Entry, Shell, WebForm, check_table
 from .fields import (
     DIGEST,
     FREE_TEXT,
@@ -261,6 +261,24 @@ ENTRIES: tuple[Entry, ...] = (
         "any stop state -> closed",
         (REASON_FIELD,),
         form=WebForm("Close without action", "Close"),
+    ),
+    Entry(
+        Cmd.NOTE,
+        core.Note,
+        "add a comment to the item's history; the state and everything else stay as they are",
+        (
+            Field(
+                "body",
+                Type.TEXT,
+                "the comment (recorded in the history)",
+                REASON,
+                required=True,
+                metavar="TEXT",
+                web=Widget("Comment", rows=3),
+            ),
+        ),
+        shells=PEOPLE,
+        form=WebForm("Add a note to the history (nothing else changes)", "Add the note"),
     ),
     Entry(
         Cmd.FINALIZE,

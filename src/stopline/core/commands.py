@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from .artifacts import Artifact
+from .authorship import HUMAN, Author
 from .integrity import Finding
 from .records import Event
 from .transitions import Cmd
@@ -196,15 +197,26 @@ class ReadBack(WorkerCommand):
 @dataclass(frozen=True)
 class ActorCommand(Command):
     """A person's command. ``attestation``: in signed mode, the signed record of what the actor
-    authorises (``stopline.trust``); kept in the event, and with an approval in the proposal."""
+    authorises (``stopline.trust``); kept in the event, and with an approval in the proposal.
+    ``author``: who wrote it, as its caller declares (``None``: a person, ``human``); recorded
+    in the event as data, never a source of authority (``core/authorship.py``)."""
 
     actor: str
     attestation: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    author: Author | None = field(default=None, kw_only=True)
 
     def to_plain(self) -> dict[str, Any]:
         plain = super().to_plain()
         plain.pop("attestation", None)  # a signature is fresh on every try: keys bind the rest
+        author = plain.pop("author", None)
+        if author is not None and self.author != HUMAN:
+            # a declared author is part of what a key binds (a person's, the default, is not,
+            # so keys bound before authors were kept still match)
+            plain["author"] = self.author_of().to_plain()
         return plain
+
+    def author_of(self) -> Author:
+        return HUMAN if self.author is None else self.author
 
 
 @dataclass(frozen=True)
@@ -261,6 +273,14 @@ class Close(ActorCommand):
     name: ClassVar[str] = Cmd.CLOSE
     reason: str
     integrity: tuple[Finding, ...] = ()
+
+
+@dataclass(frozen=True)
+class Note(ActorCommand):
+    """A comment added to the item's history; the state, the documents and the lease stay."""
+
+    name: ClassVar[str] = Cmd.NOTE
+    body: str
 
 
 @dataclass(frozen=True)

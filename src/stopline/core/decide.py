@@ -11,6 +11,7 @@ from . import (
     delivery,
     failures,
     guard,
+    notes,
     operator,
     readback,
     review,
@@ -18,6 +19,7 @@ from . import (
     staging,
     work,
 )
+from .authorship import author_problems
 from .canonical import CanonicalError, canonical_json
 from .commands import (
     Acknowledge,
@@ -36,6 +38,7 @@ from .commands import (
     Guard,
     Intent,
     NeedsEyes,
+    Note,
     NothingToDo,
     Observe,
     Propose,
@@ -86,6 +89,7 @@ HANDLERS: dict[type[Command], Handler] = {
     Publish: review.decide_publish,
     Reconcile: review.decide_reconcile,
     Revise: revision.decide_revise,
+    Note: notes.decide_note,
 }
 
 
@@ -109,6 +113,7 @@ OUTSIDE_INPUT: dict[type[Command], tuple[str, ...]] = {
     Resume: ("reason",),
     Revise: ("reason", "artifacts"),
     Review: ("reason",),
+    Note: ("body",),
 }
 
 
@@ -136,5 +141,10 @@ def decide(item: Item | None, command: Command, ctx: Context) -> Decision:
     if handler is None:
         return refused(item, [Reason.ILLEGAL_TRANSITION])
     if isinstance(command, ActorCommand):
-        ctx = replace(ctx, attestation=command.attestation)
+        author = command.author_of()
+        declared = {"kind": author.kind, "name": author.name, "family": author.family}
+        if author_problems(declared):
+            return refused(item, [Reason.INVALID_INPUT])
+        # the author is recorded, never consulted: no rule below reads ctx.author
+        ctx = replace(ctx, attestation=command.attestation, author=author)
     return handler(item, command, ctx)

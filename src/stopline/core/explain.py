@@ -24,7 +24,7 @@ from .proposal_diff import matching, proposal_diff
 from .reason_meanings import MEANINGS
 from .reasons import Reason
 from .records import Actor, Item
-from .rights import AUTHORITY, Authority
+from .rights import AUTHORITY, Authority, participant_roles
 from .states import State
 from .step import OPERATOR, Context
 from .transitions import TABLE, By, Cmd
@@ -62,6 +62,8 @@ def roles_needed(item: Item, cmd: Cmd, ctx: Context) -> frozenset[str]:
         return frozenset(ctx.policy.delivery.publish_roles) if ctx.policy else frozenset()
     if authority is Authority.ANYONE:
         return frozenset()
+    if authority is Authority.PARTICIPANT:
+        return participant_roles(item, ctx.policy) if ctx.policy else frozenset({OPERATOR})
     return frozenset({OPERATOR})
 
 

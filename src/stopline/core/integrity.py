@@ -17,10 +17,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .authorship import AuthorKind, author_problems, event_author
 from .canonical import CanonicalError, format_time
 from .fast_digest import fast_digest
 from .legacy_form import digest_matches
 from .records import Event, Item
+from .transitions import By, Transition
 
 SEAL_VERSION = 1
 # How many claims since the last event a load rolls back at most (each claim spends an
@@ -62,6 +64,7 @@ PROPOSAL_ALTERED = "proposal_altered"
 APPROVAL_ALTERED = "approval_altered"
 APPROVAL_UNRECORDED = "approval_unrecorded"
 RECORD_MALFORMED = "record_malformed"
+AUTHOR_MALFORMED = "author_malformed"
 
 
 def data_digest(data: Mapping[str, Any]) -> str:
@@ -226,3 +229,31 @@ def proposal_findings(item: Item) -> list[Finding]:
         return found
     except (KeyError, TypeError, ValueError, CanonicalError) as exc:
         return [Finding("item", ref, "proposal", RECORD_MALFORMED, f"malformed proposal: {exc}")]
+
+
+def author_findings(event: Event, row: Transition | None) -> list[Finding]:
+    """The author an event records is well formed, and a worker's, the scheduler's or the
+    sweeper's event names ``automation``. The event hash covers the author, so an edit is also
+    ``event_altered``; an event written before authors were kept has none, and that is sound."""
+    author = event_author(event.detail)
+    if author is None:
+        return []
+    ref = f"{event.item_id}#{event.seq}"
+    problems = author_problems(author)
+    if problems:
+        return [Finding("event", ref, "author", AUTHOR_MALFORMED, "; ".join(problems)[:200])]
+    if (
+        row is not None
+        and row.by in (By.WORKER, By.SYSTEM)
+        and author["kind"] != AuthorKind.AUTOMATION
+    ):
+        return [
+            Finding(
+                "event",
+                ref,
+                "author",
+                AUTHOR_MALFORMED,
+                f"{event.command} is written by {row.by.value}, but the author is {author['kind']}",
+            )
+        ]
+    return []

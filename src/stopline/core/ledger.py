@@ -39,7 +39,7 @@ AUTHORITY = "authority"
 MILESTONE = "milestone"
 REGISTRY_KIND = "registry"
 KINDS = (CREATE, AUTHORITY, MILESTONE, REGISTRY_KIND)
-PEOPLE = frozenset({By.OPERATOR, By.APPROVER, By.REVIEWER})
+PEOPLE = frozenset({By.OPERATOR, By.APPROVER, By.REVIEWER, By.PARTICIPANT})
 # worker events after which undoing the record would act again or lose what was done
 MILESTONES = frozenset({Cmd.EXECUTE, Cmd.STAGE, Cmd.DELIVERED, Cmd.READBACK, Cmd.NOTHING_TO_DO})
 

@@ -39,6 +39,8 @@ class Authority(StrEnum):
     APPROVER_OR_OPERATOR = "approver_or_operator"  # either of the two
     PUBLISHER = "publisher"  # a publish role of the automation's delivery policy
     ANYONE = "anyone"  # no actor at all: the command never writes (finalize)
+    # any role that gives one of the rights above on the item (a note: it moves nothing)
+    PARTICIPANT = "participant"
 
 
 # The approver rows of the transition table mean different roles; every other people's row
@@ -48,7 +50,11 @@ _APPROVER_ROWS = {
     Cmd.REJECT: Authority.APPROVER_OR_OPERATOR,
     Cmd.PUBLISH: Authority.PUBLISHER,
 }
-_PEOPLE = {By.OPERATOR: Authority.OPERATOR, By.REVIEWER: Authority.OPERATOR}
+_PEOPLE = {
+    By.OPERATOR: Authority.OPERATOR,
+    By.REVIEWER: Authority.OPERATOR,
+    By.PARTICIPANT: Authority.PARTICIPANT,
+}
 
 
 def _authorities() -> dict[Cmd, Authority]:
@@ -142,11 +148,20 @@ def _proposal_roles(item: Item) -> frozenset[str]:
     return frozenset(proposal["required_roles"]) if proposal is not None else frozenset()
 
 
+def participant_roles(item: Item, policy: Policy) -> frozenset[str]:
+    """The roles that give some right on ``item``: operator, a role of the policy's approval
+    rules or of the current proposal, a publish role when the policy publishes."""
+    found = authority_roles(Authority.PARTICIPANT, policy)
+    return found | (_proposal_roles(item) if item.doc("proposal") is not None else frozenset())
+
+
 def actor_part(item: Item, cmd: Cmd, actor: str, ctx: Context, policy: Policy) -> list[str]:
     """Why ``actor`` may not run ``cmd`` on ``item``: unknown, revoked, or no role for it."""
     authority = AUTHORITY[cmd]
     if authority is Authority.ANYONE:
         return []
+    if authority is Authority.PARTICIPANT:
+        return actor_reasons(ctx, actor, participant_roles(item, policy))
     if authority is Authority.APPROVER:
         proposal = item.doc("proposal")
         if proposal is None:
@@ -194,6 +209,9 @@ def authority_roles(authority: Authority, policy: Policy | None) -> frozenset[st
     (``None``: roles that hold it whatever the policy)."""
     if authority is Authority.OPERATOR:
         return frozenset({OPERATOR})
+    if authority is Authority.PARTICIPANT:
+        others = (Authority.OPERATOR, Authority.APPROVER, Authority.PUBLISHER)
+        return frozenset(role for a in others for role in authority_roles(a, policy))
     if policy is None or authority is Authority.ANYONE:
         return frozenset()
     if authority is Authority.PUBLISHER:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from .authorship import AUTOMATION, HUMAN, Author
 from .commands import ActorCommand, WorkerCommand
 from .decision import Decision, Outcome, refused
 from .frozen import FrozenDict, freeze
@@ -16,7 +17,7 @@ from .policy import Policy
 from .reasons import Reason
 from .records import Actor, Event, Item
 from .states import State
-from .transitions import By, Cmd, lookup
+from .transitions import ANNOTATIONS, By, Cmd, lookup
 
 OPERATOR = "operator"
 # The role of an AI agent's identity: it may propose and report through the agent commands,
@@ -33,6 +34,8 @@ class Context:
     actors: Mapping[str, Actor] = field(default_factory=dict)
     # the signed record of a person's command (signed mode), kept with what it authorised
     attestation: Mapping[str, Any] | None = None
+    # who wrote a person's command, as its caller declares (data only: nothing decides on it)
+    author: Author | None = None
 
     def actor(self, name: str) -> Actor | None:
         found = self.actors.get(name) if name else None
@@ -145,6 +148,7 @@ def transition(
         new_data = FrozenDict({**new_data, "release": freeze(release)})
     if ctx.attestation is not None:
         detail = {**(detail or {}), "attestation": ctx.attestation}
+    detail = {**(detail or {}), "author": _author(row.by, ctx).to_plain()}
     released = not keep_lease
     after = replace(
         item,
@@ -152,7 +156,9 @@ def transition(
         version=item.version + 1,
         seq=item.seq + 1,
         head="",
-        updated_at=ctx.now,
+        # an annotation (a note) is not a change of the record: how long the item has waited
+        # (the inbox's age and overdue) is kept
+        updated_at=item.updated_at if cmd in ANNOTATIONS else ctx.now,
         attempts=attempts,
         max_attempts=max_attempts,
         next_eligible_at=next_eligible_at
@@ -180,6 +186,14 @@ def transition(
     return Decision(
         Outcome.APPLIED, reasons, item.id, target, before=item, after=after, event=event
     )
+
+
+def _author(by: By, ctx: Context) -> Author:
+    """Who wrote the event: a worker's, the scheduler's and the sweeper's are automation's,
+    whatever anyone declares; a person's is what its caller declared, a person by default."""
+    if by in (By.WORKER, By.SYSTEM):
+        return AUTOMATION
+    return HUMAN if ctx.author is None else ctx.author
 
 
 def refuse_if(item: Item, reasons: list[str]) -> Decision | None:

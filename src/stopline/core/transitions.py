@@ -30,6 +30,8 @@ class By(StrEnum):
     OPERATOR = "operator"  # a known actor with the operator role
     APPROVER = "approver"  # a known actor holding a role the approval policy requires
     REVIEWER = "reviewer"  # a known actor with the operator role, bound to a review packet
+    # a known actor holding a role that gives some right on the item's automation
+    PARTICIPANT = "participant"
     SYSTEM = "system"  # the scheduler (discovery) or the lease sweeper
 
 
@@ -66,6 +68,12 @@ class Cmd(StrEnum):
     REVIEW = "review"
     PUBLISH = "publish"
     RECONCILE = "reconcile"
+    NOTE = "note"
+
+
+# Commands that add to an item's history and never move it: a row of theirs is a self-loop,
+# and they are the only rows a final state has.
+ANNOTATIONS = frozenset({Cmd.NOTE})
 
 
 @dataclass(frozen=True)
@@ -209,6 +217,8 @@ def _rows() -> Iterable[Transition]:
         By.OPERATOR,
         "a found remote object verified by readback and bound; never creates",
     )
+    for src in State:
+        yield row(src, Cmd.NOTE, [src], By.PARTICIPANT, "a comment in the history; nothing moves")
 
 
 class TableError(Exception):
@@ -241,9 +251,11 @@ def validate(table: Mapping[tuple[State | None, Cmd], Transition]) -> None:
                     frontier.append(target)
     problems += [f"unreachable state {s}" for s in State if s not in reachable]
     for (src, cmd), t in table.items():
+        if cmd in ANNOTATIONS and t.targets != {src}:
+            problems.append(f"{cmd} moves {src}: an annotation keeps the state")
         if src in FINAL_STATES and t.targets != {src}:
             problems.append(f"final state {src} has an exit by {cmd}")
-        if src in FINAL_STATES:
+        if src in FINAL_STATES and cmd not in ANNOTATIONS:
             problems.append(f"final state {src} accepts {cmd}")
     can_end: set[State] = set(TERMINAL_STATES)
     changed = True

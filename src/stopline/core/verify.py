@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .canonical import format_time
-from .integrity import APPROVAL_UNRECORDED, Finding
+from .integrity import APPROVAL_UNRECORDED, Finding, author_findings
 from .records import Event, Item
 from .transitions import Cmd, lookup
 
@@ -64,6 +64,7 @@ def verify_item(item: Item, events: Sequence[Event]) -> list[Finding]:
                 ILLEGAL_TRANSITION,
                 f"{event.from_state} --{event.command}--> {event.to_state}",
             )
+        found += author_findings(event, row)
         prev_hash, prev_state = event.hash, event.to_state
     ref = item.id
     if not events:

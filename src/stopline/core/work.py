@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from . import severity
+from .authorship import AUTOMATION
 from .canonical import digest, format_time
 from .commands import Discover, Expire, NeedsEyes, NothingToDo, Observe, Propose, Report
 from .decision import Decision, Outcome, refused
@@ -57,7 +58,11 @@ def decide_discover(command: Discover, ctx: Context) -> Decision:
         to_state=State.OBSERVING,
         reasons=(),
         digests={"input": digest(command.input), "seal": item_seal(item)},
-        detail={"automation": command.automation, "key": command.key}
+        detail={
+            "automation": command.automation,
+            "key": command.key,
+            "author": AUTOMATION.to_plain(),
+        }
         | ({"agent": command.agent} if command.agent else {}),
         prev_hash="",
     )

@@ -210,6 +210,22 @@ def parse_json(raw: bytes) -> tuple[Any, str | None]:
     return value, None
 
 
+BODY_KEY = "idempotency_key"
+
+
+def _body_key(body: Any, header: str | None) -> tuple[str | None, str | None]:
+    """The idempotency key: the ``Idempotency-Key`` header, or ``idempotency_key`` in the body
+    (taken out of it); both given must agree."""
+    if not isinstance(body, dict) or BODY_KEY not in body:
+        return header, None
+    given = body.pop(BODY_KEY)
+    if not isinstance(given, str):
+        return header, f"{BODY_KEY} must be a string"
+    if header is not None and header != given:
+        return header, f"{BODY_KEY} and the Idempotency-Key header differ"
+    return given, None
+
+
 def command_endpoint(entry: Entry) -> Any:
     async def endpoint(request: Request) -> Response:
         actor = await _who(request)
@@ -226,9 +242,10 @@ def command_endpoint(entry: Entry) -> Any:
         body, problem = parse_json(await request.body())
         if problem:
             return error(422, "invalid_input", problem, [problem])
-        fields, problems = validate(entry, body)
         key = request.headers.get("idempotency-key")
-        key_problem = check_idempotency_key(key)
+        key, key_problem = _body_key(body, key)
+        fields, problems = validate(entry, body)
+        key_problem = key_problem or check_idempotency_key(key)
         if key is not None and not entry.idempotent:
             key_problem = f"{entry.name} takes no Idempotency-Key"
         if key_problem:

@@ -333,7 +333,16 @@ WHO = {
     "approval rule requires",
     Authority.PUBLISHER: "an actor holding a publish role of the automation's delivery policy",
     Authority.ANYONE: "any actor who may run commands (it never writes)",
+    Authority.PARTICIPANT: "an actor holding any role that gives a right on the item: operator,"
+    " a role of the automation's approval rules or of the proposal, a publish role (a viewer"
+    " may not)",
 }
+
+
+AUTHOR_NOTE = (
+    " `author` declares who wrote it (absent: human): recorded in the history as data, never"
+    " a source of authority."
+)
 
 
 def _command(entry: Entry) -> dict[str, Any]:
@@ -342,8 +351,8 @@ def _command(entry: Entry) -> dict[str, Any]:
             "operationId": entry.name,
             "summary": entry.help[:1].upper() + entry.help[1:],
             "description": "The actor is the authenticated identity; a body field `actor` is "
-            f"refused (422). Who may run it: {WHO[entry.roles]}. Same command layer as "
-            f"`stopline {entry.name}`.",
+            f"refused (422).{AUTHOR_NOTE if entry.takes_actor else ''} Who may run it: "
+            f"{WHO[entry.roles]}. Same command layer as `stopline {entry.name}`.",
             "parameters": [ITEM_PARAM, IDEMPOTENCY_PARAM] if entry.idempotent else [ITEM_PARAM],
             "requestBody": {
                 "required": bool(entry.fields),

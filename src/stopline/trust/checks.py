@@ -28,6 +28,7 @@ from ..core.commands import ActorCommand, Approve
 from ..core.integrity import Finding
 from ..core.reasons import Reason
 from ..core.records import Event, Item
+from ..core.rights import participant_roles
 from ..core.states import State
 from ..core.step import AGENT, OPERATOR
 from .authority import Authority, attestation_problems
@@ -60,6 +61,8 @@ def needed_roles(item: Item | None, command: ActorCommand | str, policy: Any) ->
         return required | {OPERATOR}
     if command.name == "publish":
         return frozenset(policy.delivery.publish_roles)
+    if command.name == "note":
+        return participant_roles(item, policy) if item is not None else frozenset()
     return frozenset({OPERATOR})
 
 

@@ -18,12 +18,14 @@ from ..commands.entry import Entry, Shell
 from ..commands.fields import Field, Type
 from ..commands.table import exposed
 from ..core.approval import evidence_fresh
+from ..core.authorship import author_text, event_author
 from ..core.canonical import parse_time
 from ..core.policy import Policy
 from ..core.records import Actor, Event, Item
 from ..core.rights import rights
 from ..core.states import STOP_STATES, State
 from ..core.step import Context
+from ..core.transitions import Cmd
 from ..views import event_view, item_view, why
 
 STOP_ORDER = [
@@ -227,8 +229,9 @@ def action_forms(
 
 
 def needs(item: Item, actor: Actor | None, policy: Policy | None, now: datetime) -> bool:
-    """Whether ``actor`` can act on ``item`` now (the "needs me" filter): some action form."""
-    return bool(action_forms(item, actor, policy, now))
+    """Whether ``actor`` can act on ``item`` now (the "needs me" filter): some action form
+    that moves it (a note moves nothing, so it alone does not make an item need you)."""
+    return any(f.name != "note" for f in action_forms(item, actor, policy, now))
 
 
 def params_rows(proposal: Mapping[str, Any] | None) -> list[tuple[str, str]]:
@@ -343,10 +346,23 @@ def evidence_info(view: Mapping[str, Any], now: datetime) -> dict[str, Any] | No
 
 
 def timeline(events: list[Event]) -> list[dict[str, Any]]:
+    """The history as the item page shows it: each event with its author in words, a note's
+    body on its own, and the rest of its detail as JSON."""
     out = []
     for e in events:
         plain = event_view(e)
-        out.append({**plain, "detail_text": pretty(plain["detail"]) if plain["detail"] else ""})
+        note = e.command == Cmd.NOTE
+        rest = {
+            k: v for k, v in plain["detail"].items() if k != "author" and not (note and k == "body")
+        }
+        out.append(
+            {
+                **plain,
+                "author_text": author_text(event_author(e.detail)),
+                "note_body": str(e.detail.get("body", "")) if note else "",
+                "detail_text": pretty(rest) if rest else "",
+            }
+        )
     return out
 
 
