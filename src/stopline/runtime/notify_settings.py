@@ -108,7 +108,7 @@ class Endpoint:
     format: str = STANDARD
     secret: str | None = None
 
-    def check(self, where: str) -> None:
+    def check(self, where: str, own_secret: bool = True) -> None:
         if self.format not in FORMATS:
             raise NotifySettingsError(f"{where}: format must be one of {', '.join(FORMATS)}")
         if self.format == EMAIL:
@@ -121,11 +121,12 @@ class Endpoint:
             try:
                 secret_key(self.secret or "")
             except WebhookSecretError as exc:
-                source = f"{where}.secret" if self.secret else ENV_SECRET
+                source = f"{where}.secret" if own_secret and self.secret else ENV_SECRET
                 raise NotifySettingsError(f"{source}: {exc}") from exc
 
 
 def _endpoint(entry: Any, default_secret: str | None, where: str) -> Endpoint:
+    own = isinstance(entry, dict) and "secret" in entry
     if isinstance(entry, str):
         fmt = EMAIL if entry.startswith("mailto:") else STANDARD
         found = Endpoint(entry, fmt, default_secret if fmt == STANDARD else None)
@@ -149,7 +150,7 @@ def _endpoint(entry: Any, default_secret: str | None, where: str) -> Endpoint:
         raise NotifySettingsError(
             f"{where} must be http(s) URLs, or objects with url (and format, secret)"
         )
-    found.check(where)
+    found.check(where, own or (isinstance(entry, Endpoint) and entry.secret is not None))
     return found
 
 
