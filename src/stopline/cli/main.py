@@ -20,13 +20,14 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import __version__
+from .. import __version__, logs
 from ..commands.perform import Performed
 from ..controller import Controller
 from ..core.decision import Outcome
 from ..core.names import InvalidName, check_actor_name
 from ..core.reasons import Reason
 from ..core.states import State
+from ..logs import ENV_FORMAT as ENV_LOG_FORMAT
 from ..registrar import ActorError
 from ..store import ENV_URL, Store, StoreError, database_url, open_store
 from ..trust.authority import TrustError
@@ -46,6 +47,7 @@ from .errors import UsageError
 from .item_commands import add_item_commands
 from .keys import add_keys_commands, certified_actors, run_offline
 from .signing import add_key_option, controller_for, host_trust, mode, mode_text
+from .workers import add_workers_command
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REFUSED, EXIT_HOOKS = 0, 1, 2, 3, 4
 CONNECT_TIMEOUT = 5.0  # seconds: a database that does not answer by then is an error
@@ -449,6 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--quiet", action="store_true", help="print nothing unless the automations' code failed"
     )
     add_since_option(p, env=True)
+    add_log_format(p)
 
     p = add("items", cmd_items, "list items")
     p.add_argument("--state", help="only items in this state")
@@ -485,6 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_since_option(p)
     add("migrate", cmd_migrate, "create the database, or apply new schema migrations", opens=CREATE)
     add_check_command(add)
+    add_workers_command(add)
     p = add(
         "completion",
         cmd_completion,
@@ -507,7 +511,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=int(os.environ.get("STOPLINE_PORT", "8420")),
         help="env STOPLINE_PORT",
     )
+    add_log_format(p)
     return parser
+
+
+def add_log_format(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--log-format",
+        choices=logs.FORMATS,
+        default=None,
+        help=f"log lines as text or one JSON object per line (env {ENV_LOG_FORMAT}; default text)",
+    )
 
 
 def open_for(args: argparse.Namespace) -> Store | None:
@@ -537,9 +551,13 @@ def open_for(args: argparse.Namespace) -> Store | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=os.environ.get("STOPLINE_LOG", "WARNING").upper(), stream=sys.stderr)
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        logs.configure(getattr(args, "log_format", None))
+    except ValueError as exc:
+        print(f"stopline: {ENV_LOG_FORMAT}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     out = Out(getattr(args, "json", False))
     if getattr(args, "offline", False):  # needs no database (stopline keys create-root ...)
         try:

@@ -42,6 +42,7 @@ from ..core.registry import (
 )
 from ..core.states import State
 from .errors import SchemaMismatch, StoreError
+from .heartbeats import SQLHeartbeats
 from .insights import SQLInsights
 from .outbox import SQLOutbox
 from .queries import load, migrations
@@ -63,6 +64,7 @@ class SQLStore(ABC):
         self._migrations = migrations(self.dialect)
         self.insights = SQLInsights(self)  # the ports beside the items-and-events protocol
         self.outbox = SQLOutbox(self)
+        self.heartbeats = SQLHeartbeats(self)
 
     # --- what a dialect provides ---------------------------------------------------------
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from .heartbeats import WorkerBeat
+from .outbox import DisabledEndpoint
 from .queries import load
 
 if TYPE_CHECKING:
@@ -47,6 +49,25 @@ class RefusalCount:
     count: int
 
 
+@dataclass(frozen=True)
+class AutomationStateCount:
+    """How many items of ``automation`` are in ``state``; ``oldest``: the earliest last change."""
+
+    automation: str
+    state: str
+    count: int
+    oldest: datetime | None
+
+
+@dataclass(frozen=True)
+class StopSpan:
+    """An item of ``automation`` stopped at ``stopped_at`` and was moved on at ``decided_at``."""
+
+    automation: str
+    stopped_at: datetime
+    decided_at: datetime
+
+
 class Insights(Protocol):
     """Read-only aggregates and listings for metrics, the inbox and the API."""
 
@@ -69,6 +90,18 @@ class Insights(Protocol):
     def automation_names(self) -> list[str]:
         """Every registered automation, by name."""
         ...
+
+    def automation_states(self) -> list[AutomationStateCount]: ...
+
+    def stop_spans(self) -> list[StopSpan]:
+        """Every stop that was later left: when the item stopped and when it moved on."""
+        ...
+
+    def workers(self) -> list[WorkerBeat]:
+        """Every worker's last heartbeat."""
+        ...
+
+    def disabled_endpoints(self) -> list[DisabledEndpoint]: ...
 
 
 class SQLInsights:
@@ -119,6 +152,36 @@ class SQLInsights:
         with self._store._read() as cur:
             cur.execute(self._q["automation_names"], {})
             return [str(r["name"]) for r in cur.fetchall()]
+
+    def automation_states(self) -> list[AutomationStateCount]:
+        s = self._store
+        with s._read() as cur:
+            cur.execute(self._q["automation_states"], {})
+            rows = cur.fetchall()
+        return [
+            AutomationStateCount(
+                r["automation"], r["state"], int(r["n"]), s._from_time(r["oldest"])
+            )
+            for r in rows
+        ]
+
+    def stop_spans(self) -> list[StopSpan]:
+        s = self._store
+        with s._read() as cur:
+            cur.execute(self._q["stop_spans"], {})
+            rows = cur.fetchall()
+        out = []
+        for r in rows:
+            stopped, decided = s._from_time(r["stopped_at"]), s._from_time(r["decided_at"])
+            if stopped is not None and decided is not None:
+                out.append(StopSpan(str(r["automation"]), stopped, decided))
+        return out
+
+    def workers(self) -> list[WorkerBeat]:
+        return self._store.heartbeats.workers()
+
+    def disabled_endpoints(self) -> list[DisabledEndpoint]:
+        return self._store.outbox.disabled_endpoints()
 
     def _codes(self, value: object) -> tuple[str, ...]:
         return tuple(str(code) for code in self._store._from_json(value) or ())

@@ -1,6 +1,7 @@
 -- What operators watch: notification endpoints a receiver retired (an answer of 410 Gone
 -- disables the endpoint until an operator enables it again), and worker heartbeats (each
--- worker process writes its row as it loops; `stopline workers` and /metrics read them).
+-- worker process writes its row as it loops, with its step count and step-duration histogram
+-- as JSON in `stats`; `stopline workers` and /metrics read them).
 -- Times are RFC 3339 UTC text, as in the outbox tables.
 
 CREATE TABLE notify_endpoints (
@@ -16,5 +17,5 @@ CREATE TABLE worker_heartbeats (
     automations  TEXT NOT NULL,
     started_at   TEXT NOT NULL,
     seen_at      TEXT NOT NULL,
-    steps        INTEGER NOT NULL
+    stats        TEXT NOT NULL
 );
