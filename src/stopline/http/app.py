@@ -22,6 +22,7 @@ from ..runtime.notifier import DEFAULT_BASE_URL, NotifierFailed, NotifierThread
 from ..store import open_store
 from ..web.routes import routes as web_routes
 from . import metrics
+from .access_log import AccessLog
 from .api import error
 from .api import routes as api_routes
 from .limits import Guard
@@ -106,7 +107,10 @@ def create_app(
             *web_routes(),
             Mount("/static", StaticFiles(directory=str(static)), name="static"),
         ],
-        middleware=[Middleware(Guard, limit=options.max_body)],
+        middleware=[
+            *([Middleware(AccessLog)] if options.log_requests else []),
+            Middleware(Guard, limit=options.max_body),
+        ],
         exception_handlers={HTTPException: http_error, Exception: server_error},
         lifespan=lifespan,
     )

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.failures import HOOK_TIMEOUT, INVALID_OUTPUT
-from . import hook_output
+from . import hook_output, tracing
 from .automation import Automation, HookContext
 
 log = logging.getLogger("stopline.worker")
@@ -109,7 +109,8 @@ def call_hook(
     """Run ``hook``; its output, or :class:`HookFailed` for anything it raised or caused."""
     limit = automation.hook_timeout
     try:
-        output, error = runner.run(hook, (context, *args), limit)
+        with tracing.span("stopline.hook", hook=name, automation=automation.name):
+            output, error = runner.run(hook, (context, *args), limit)
     except HookTimeout:
         log.error("the %s hook of %s ran past %g s; abandoned", name, automation.name, limit)
         why = f"the {name} hook ran past its hook_timeout of {limit:g} s and was abandoned"

@@ -91,6 +91,7 @@ def work_loop(
             pass
     except Stopped:
         pass
+    worker.beat.tick(clock(), force=True)  # the last heartbeat carries every step measured
     return steps
 
 
