@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from ..runtime.notify_settings import (
     DEFAULT_BASE_URL,
+    NOTIFY_ENV,
     NotifySettings,
     NotifySettingsError,
     parse_webhook_urls,
@@ -33,7 +34,7 @@ def _number(env: Mapping[str, str], name: str, default: float) -> float:
         raise SettingsError(str(exc)) from exc
 
 
-NOTIFY_PREFIXES = ("STOPLINE_WEBHOOK", "STOPLINE_SMTP", "STOPLINE_NOTIFY")
+NOTIFY_VARIABLES = frozenset(NOTIFY_ENV)
 
 
 def parse_webhooks(text: str | None) -> dict[str, object]:
@@ -57,7 +58,7 @@ class Settings:
     app_spec: str | None = None  # STOPLINE_APP: automations, for reconcile and publish
     cookie_secure: bool = False  # STOPLINE_COOKIE_SECURE=1 behind TLS
     base_url: str | None = None  # STOPLINE_BASE_URL: links in webhooks
-    # STOPLINE_WEBHOOKS, STOPLINE_WEBHOOK_*, STOPLINE_SMTP_*, STOPLINE_NOTIFY_INTERVAL
+    # the notifier's variables (notify_settings.NOTIFY_ENV), checked when read
     notify_env: Mapping[str, str] = field(default_factory=dict)
     notify_interval: float = 5.0  # STOPLINE_NOTIFY_INTERVAL (seconds)
     log_requests: bool = True  # one log line per request (stopline.http.access)
@@ -103,7 +104,7 @@ class Settings:
 
 def _notify_env(env: Mapping[str, str]) -> dict[str, str]:
     """The notifier's variables, checked now (a bad one stops the server before it starts)."""
-    found = {k: v for k, v in env.items() if k.startswith(NOTIFY_PREFIXES)}
+    found = {k: v for k, v in env.items() if k in NOTIFY_VARIABLES}
     try:
         NotifySettings.from_env(found, base_url=DEFAULT_BASE_URL)
     except NotifySettingsError as exc:

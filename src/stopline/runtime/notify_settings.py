@@ -37,6 +37,15 @@ ENV_RETRY = "STOPLINE_WEBHOOK_RETRY"
 ENV_JITTER = "STOPLINE_WEBHOOK_JITTER"
 ENV_SMTP = "STOPLINE_SMTP_URL"
 ENV_SMTP_FROM = "STOPLINE_SMTP_FROM"
+NOTIFY_ENV = (
+    ENV_WEBHOOKS,
+    ENV_SECRET,
+    ENV_INTERVAL,
+    ENV_RETRY,
+    ENV_JITTER,
+    ENV_SMTP,
+    ENV_SMTP_FROM,
+)
 DEFAULT_BASE_URL = "http://127.0.0.1:8420"  # where `stopline serve` listens by default
 SECRET_PREFIX = "whsec_"
 MIN_SECRET_BYTES = 24  # the Standard Webhooks range is 24 to 64 random bytes
