@@ -107,3 +107,53 @@ def test_without_opentelemetry_a_span_is_a_no_op(monkeypatch: Any) -> None:
     assert not tracing.enabled()
     with tracing.span("stopline.step", item="x"):
         pass
+
+
+def _deep(n: int) -> Any:
+    if n == 0:
+        raise ValueError("the ledger API said no " + "x" * 300)
+    return _deep(n - 1)
+
+
+def test_an_exception_keeps_a_bounded_traceback_as_evidence(store_url: str) -> None:
+    """A hook that raises stops the item in ``exception`` with the traceback as evidence: its
+    end (the raising frame and the exception line) kept, within ``MAX_TRACEBACK``."""
+    from stopline.core.limits import MAX_TRACEBACK
+    from stopline.core.states import State
+    from stopline.runtime.automation import App, Automation
+    from stopline.runtime.scheduler import Scheduler
+    from stopline.runtime.worker import Worker
+
+    app = App(
+        [
+            Automation(
+                name="deep",
+                discover=lambda ctx: ["k1"],
+                observe=lambda ctx: _deep(200),
+                propose=lambda ctx: None,
+            )
+        ]
+    )
+    store = open_store(store_url)
+    try:
+        Scheduler(store, app).tick(force=True)
+        worker = Worker(store, app, renew=False)
+        while worker.tick():
+            pass
+        [item] = store.list_items()
+        assert item.state is State.EXCEPTION
+        trace = item.data["exception"]["evidence"]["traceback"]
+    finally:
+        store.close()
+    assert len(trace) <= MAX_TRACEBACK and trace.startswith("Traceback")
+    assert trace.rstrip().endswith("ValueError: the ledger API said no " + "x" * 300)
+    assert "in _deep" in trace
+
+
+def test_a_long_traceback_keeps_its_end() -> None:
+    from stopline.core.limits import MAX_TRACEBACK, truncate_traceback
+
+    long = "".join(f"  File frame{n}.py, line {n}\n" for n in range(1000)) + "KeyError: 'x'\n"
+    kept = truncate_traceback(long + "\ud800")
+    assert len(kept) == MAX_TRACEBACK and kept.startswith("...\n")
+    assert kept.endswith("KeyError: 'x'\n?") and truncate_traceback("short") == "short"
