@@ -15,6 +15,7 @@ from typing import Any
 from stopline.http import metrics
 from stopline.runtime import tracing
 from stopline.store import open_store
+from webhook_receiver import SECRET, Receiver
 
 CLI = [sys.executable, "-m", "stopline.cli.main"]
 STOPS_APP = str(Path(__file__).parent / "apps" / "stops.py") + ":app"
@@ -34,11 +35,20 @@ def test_run_logs_json_lines_and_workers_leave_heartbeats(store_url: str) -> Non
     """``--log-format json``: every stderr line is one JSON object with item, automation,
     state, worker and decision; a decision line names them all. The worker's heartbeat is in
     ``stopline workers`` and in ``/metrics`` (step durations, oldest work item, build info)."""
-    env = {"STOPLINE_TEST_STOP_KEYS": "alpha,beta", "STOPLINE_LOG": "info"}
-    done = cli(
-        "run", STOPS_APP, "--once", "--linger", "0.2", "--json", "--log-format", "json",
-        "--db", store_url, env=env,
-    )  # fmt: skip
+    receiver = Receiver()
+    env = {
+        "STOPLINE_TEST_STOP_KEYS": "alpha,beta",
+        "STOPLINE_LOG": "info",
+        "STOPLINE_WEBHOOKS": json.dumps({"desk": [receiver.url]}),
+        "STOPLINE_WEBHOOK_SECRET": SECRET,
+    }
+    try:
+        done = cli(
+            "run", STOPS_APP, "--once", "--linger", "0.2", "--json", "--log-format", "json",
+            "--db", store_url, env=env,
+        )  # fmt: skip
+    finally:
+        receiver.close()
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stderr.splitlines() if line.strip()]
     assert lines
@@ -49,6 +59,9 @@ def test_run_logs_json_lines_and_workers_leave_heartbeats(store_url: str) -> Non
     assert decided and all(x["item"] and x["worker"] for x in decided)
     assert {x["automation"] for x in decided} == {"desk"}
     assert {x["state"] for x in decided} >= {"exception"}
+    sent = [x for x in lines if x["logger"] == "stopline.notify" and x.get("outcome")]
+    assert sorted(x["outcome"] for x in sent) == ["delivered", "delivered"]
+    assert {x["endpoint"] for x in sent} == {receiver.url} and all(x["item"] for x in sent)
 
     shown = cli("workers", "--json", "--db", store_url)
     assert shown.returncode == 0, shown.stderr
