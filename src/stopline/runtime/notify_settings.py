@@ -115,7 +115,7 @@ class Endpoint:
 
     url: str
     format: str = STANDARD
-    secret: str | None = None
+    secret: str | None = field(default=None, repr=False)  # never in a log line
 
     def check(self, where: str, own_secret: bool = True) -> None:
         if self.format not in FORMATS:
@@ -272,7 +272,8 @@ class NotifySettings:
     """What a notifier sends, where, and how often it looks."""
 
     webhooks: Mapping[str, Sequence[Endpoint | str]]  # automation (or "*") -> endpoints
-    secret: str | None = None  # signs endpoints configured without a secret of their own
+    # signs endpoints configured without a secret of their own (never in a log line)
+    secret: str | None = field(default=None, repr=False)
     base_url: str = DEFAULT_BASE_URL  # the inbox address, for the link in each message
     interval: float = 5.0  # seconds between two rounds
     timeout: float = 5.0  # seconds per connect and per read of one attempt
