@@ -44,6 +44,7 @@ ADMIN = {
     "check",
     "completion",
     "keys",
+    "workers",
     "checkpoint",
 }
 COMMON = {"-h", "--help", "--db", "--json"}

@@ -69,6 +69,12 @@ def test_run_logs_json_lines_and_workers_leave_heartbeats(store_url: str) -> Non
     [worker] = doc["workers"]
     assert worker["automations"] == ["desk"] and worker["steps"] == 2
     assert doc["live"] == 1  # seen moments ago
+    text_form = cli("workers", "--db", store_url).stdout
+    assert text_form.startswith("1 live worker(s)") and worker["worker"] in text_form
+    enabled = json.loads(
+        cli("workers", "--enable", "http://x.example/", "--json", "--db", store_url).stdout
+    )
+    assert enabled == {"enabled": False, "url": "http://x.example/"}
 
     store = open_store(store_url)
     try:
