@@ -24,7 +24,7 @@ from .core.ledger import ledger_findings
 from .core.names import lookalikes, name_problem
 from .core.policy import Policy
 from .core.records import Event, Item
-from .core.states import State
+from .core.states import STOP_STATES, State
 from .core.verify import (
     STATE_CLASS_MISMATCH,
     idempotency_findings,
@@ -32,6 +32,7 @@ from .core.verify import (
     verify_item,
 )
 from .store import Store
+from .store.outbox import Notification, message_id
 from .trust.authority import Authority, Trust
 from .trust.checks import signature_findings
 
@@ -40,6 +41,7 @@ PROPOSAL_RULE_MISMATCH = "proposal_rule_mismatch"
 LEASE_EXCESSIVE = "lease_excessive"
 LEASE_SLACK = 2  # a renewed lease ends at most one lease_seconds after its last renewal
 NAME_LOOKALIKE = "name_lookalike"
+NOTIFICATION_FORGED = "notification_forged"
 
 
 @dataclass
@@ -97,6 +99,28 @@ def policy_findings(item: Item, policy: Policy | None, now: datetime) -> list[Fi
                     f"{policy.lease_seconds:g} s lease",
                 )
             )
+    return found
+
+
+def outbox_findings(
+    notifications: list[Notification], histories: dict[str, list[Event]]
+) -> list[Finding]:
+    """Outbox rows no notifier made: a message is about an event that stopped its item, and
+    its id is derived from (item, event, URL). (A notifier never sends what a row says: it
+    sends to its own endpoints what the item's history says; this reports the row.)"""
+    found = []
+    for n in notifications:
+        events = histories.get(n.item_id, [])
+        event = events[n.seq - 1] if 1 <= n.seq <= len(events) else None
+        if n.id != message_id(n.item_id, n.seq, n.url):
+            why = "its id is not the one derived from its item, event and URL"
+        elif event is None:
+            why = f"its item has no event {n.seq}"
+        elif event.to_state not in STOP_STATES or event.from_state == event.to_state:
+            why = f"event {n.seq} of its item is not a stop"
+        else:
+            continue
+        found.append(Finding("notification", n.id, "message", NOTIFICATION_FORGED, why))
     return found
 
 
@@ -168,4 +192,5 @@ def verify_store(store: Store, trust: Trust | None = None) -> Report:
         if problem:
             report.findings.append(Finding("automation", automation, "name", NAME_INVALID, problem))
     report.findings += idempotency_findings(store.idempotency_records(), histories)
+    report.findings += outbox_findings(store.outbox.notifications(limit=10**9), histories)
     return report

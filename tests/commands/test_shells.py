@@ -45,6 +45,7 @@ ADMIN = {
     "check",
     "completion",
     "keys",
+    "workers",
     "checkpoint",
 }
 COMMON = {"-h", "--help", "--db", "--json"}

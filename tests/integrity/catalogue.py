@@ -847,10 +847,8 @@ def idempotency_decision_edited(a: Attacker, base: Base) -> None:
 @edit(
     "a notification row inserted (a URL nobody configured, any payload)",
     items=("pay-done",),
+    findings=(("notification", "notification_forged"),),
     moves=(RUN_WITH_WEBHOOKS,),
-    bug="the notifier signs and sends whatever the notifications table holds: it neither "
-    "checks the URL against STOPLINE_WEBHOOKS nor rebuilds the payload from the event, and "
-    "verify does not look at the outbox",
 )
 def notification_forged(a: Attacker, base: Base) -> None:
     item = a.item("vault/pay-done")

@@ -37,7 +37,8 @@ FLEET_APP = f"{HERE / 'apps' / 'fleet.py'}:app"
 DEMO_APP = "stopline.examples.demo:app"
 CLI = [sys.executable, "-m", "stopline.cli.main"]
 PG_BIN = Path(os.environ.get("STOPLINE_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
-UNDUMPED = ("refusals", "executions")  # the audit of refusals; the hooks' own log of runs
+# the audit of refusals; the hooks' own log of runs; every worker's heartbeat as it loops
+UNDUMPED = ("refusals", "executions", "worker_heartbeats")
 
 
 def query(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:

@@ -232,7 +232,8 @@ class Lab:
         return rows
 
     def dump(self, *, without: tuple[str, ...] = ("refusals",)) -> dict[str, list[tuple]]:
-        """Every row of every table but ``without``, sorted: equal dumps mean no write."""
+        """Every row of every table but ``without``, sorted: equal dumps mean no write. Worker
+        heartbeats are left out: every worker writes its own as it loops."""
         conn = self._connect(self.db_path)
         try:
             names = [
@@ -245,7 +246,7 @@ class Lab:
             return {
                 name: sorted((tuple(r) for r in conn.execute(f'SELECT * FROM "{name}"')), key=repr)
                 for name in names
-                if name not in without
+                if name not in without and name != "worker_heartbeats"
             }
         finally:
             conn.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -26,6 +27,7 @@ from stopline.runtime.notifier import (
     Summary,
     notify_pending,
 )
+from stopline.runtime.notify_settings import DEFAULT_SCHEDULE, RetrySchedule
 from stopline.store import Store, open_store
 from stopline.store.outbox import DELIVERED
 from webhook_receiver import SECRET, Receiver
@@ -188,32 +190,73 @@ def test_a_notifier_that_cannot_open_its_store_fails_at_start(blank_store_url: s
 
 
 def test_settings_come_from_the_environment() -> None:
-    """The webhook variables give the settings; no webhook means no notifier; a secret that
-    cannot sign, a bad URL map or a bad interval is refused with the variable named."""
+    """The notification variables give the settings; no endpoint means no notifier; a secret
+    that is not a Standard Webhooks secret of at least 24 bytes, a bad endpoint map, schedule
+    or interval is refused with the variable named."""
     assert NotifySettings.from_env({}) is None
     assert NotifySettings.from_env({"STOPLINE_WEBHOOK_SECRET": SECRET}) is None
+    own = "whsec_" + base64.b64encode(b"another secret of 32 bytes, ok!!").decode()
     found = NotifySettings.from_env(
         {
-            "STOPLINE_WEBHOOKS": '{"a": "https://h.example/x", "*": ["http://all.example/"]}',
+            "STOPLINE_WEBHOOKS": json.dumps(
+                {
+                    "a": "https://h.example/x",
+                    "*": [
+                        "http://all.example/",
+                        {"url": "https://chat.example/hook", "format": "slack"},
+                        {"url": "https://own.example/", "secret": own},
+                    ],
+                }
+            ),
             "STOPLINE_WEBHOOK_SECRET": SECRET,
             "STOPLINE_NOTIFY_INTERVAL": "2",
+            "STOPLINE_WEBHOOK_RETRY": "1s, 2m, 3h",
+            "STOPLINE_WEBHOOK_JITTER": "0",
         }
     )
     assert found is not None
-    assert found.webhooks == {"a": ("https://h.example/x",), "*": ("http://all.example/",)}
-    assert (found.secret, found.base_url, found.interval) == (SECRET, DEFAULT_BASE_URL, 2.0)
-    base = {"STOPLINE_WEBHOOKS": '{"a": ["https://h.example/x"]}', "STOPLINE_WEBHOOK_SECRET": "s"}
+    assert [(e.url, e.format, e.secret) for e in found.endpoints_for("a")] == [
+        ("https://h.example/x", "standard", SECRET),
+        ("http://all.example/", "standard", SECRET),
+        ("https://chat.example/hook", "slack", None),
+        ("https://own.example/", "standard", own),
+    ]
+    assert (found.base_url, found.interval) == (DEFAULT_BASE_URL, 2.0)
+    assert found.retry.delays == (1.0, 120.0, 10800.0) and found.retry.max_attempts == 4
+    assert found.retry.delay(3) == timedelta(hours=3)
+    base = {
+        "STOPLINE_WEBHOOKS": '{"a": ["https://h.example/x"]}',
+        "STOPLINE_WEBHOOK_SECRET": SECRET,
+    }
     defaulted = NotifySettings.from_env(base, base_url="http://here:1")
     assert defaulted is not None and defaulted.base_url == "http://here:1"
+    assert defaulted.retry == RetrySchedule(DEFAULT_SCHEDULE, 0.2)
     hooks = "STOPLINE_WEBHOOKS"
+    short = "whsec_" + base64.b64encode(b"x" * 23).decode()
     refused = [
         ("STOPLINE_WEBHOOK_SECRET", {"STOPLINE_WEBHOOK_SECRET": ""}),
+        ("whsec_ followed by base64", {"STOPLINE_WEBHOOK_SECRET": "a plain password"}),
         ("not base64", {"STOPLINE_WEBHOOK_SECRET": "whsec_!!"}),
         ("no key", {"STOPLINE_WEBHOOK_SECRET": "whsec_"}),
+        ("23 bytes; it must be 24 to 64", {"STOPLINE_WEBHOOK_SECRET": short}),
+        (
+            "\\.secret: the key is 23 bytes",
+            {hooks: json.dumps({"a": [{"url": "http://h/", "secret": short}]})},
+        ),
+        (
+            "format must be one of",
+            {hooks: json.dumps({"a": [{"url": "http://h/", "format": "x"}]})},
+        ),
+        ("STOPLINE_SMTP_URL", {hooks: '{"a": ["mailto:ops@example.com"]}'}),
+        ("mailto:ADDRESS", {hooks: '{"a": ["mailto:not an address"]}'}),
         ("http\\(s\\) URLs", {hooks: '{"a": ["ftp://x"]}'}),
         ("http\\(s\\) URLs", {hooks: '{"a": ["http://[::1/hook"]}'}),
         ("http\\(s\\) URLs", {hooks: '{"a": ["http:///no-host"]}'}),
         ("valid JSON", {hooks: "{"}),
+        ("STOPLINE_WEBHOOK_RETRY", {"STOPLINE_WEBHOOK_RETRY": "5s,soon"}),
+        ("STOPLINE_WEBHOOK_RETRY", {"STOPLINE_WEBHOOK_RETRY": "0s"}),
+        ("STOPLINE_WEBHOOK_JITTER", {"STOPLINE_WEBHOOK_JITTER": "1"}),
+        ("STOPLINE_SMTP_URL", {"STOPLINE_SMTP_URL": "http://mail"}),
         ("STOPLINE_NOTIFY_INTERVAL", {"STOPLINE_NOTIFY_INTERVAL": "0"}),
         ("STOPLINE_NOTIFY_INTERVAL", {"STOPLINE_NOTIFY_INTERVAL": "nan"}),
         ("STOPLINE_NOTIFY_INTERVAL", {"STOPLINE_NOTIFY_INTERVAL": "soon"}),
@@ -222,3 +265,14 @@ def test_settings_come_from_the_environment() -> None:
     for named, change in refused:
         with pytest.raises(NotifySettingsError, match=named):
             NotifySettings.from_env({**base, **change})
+
+
+def test_the_retry_schedule_spreads_its_waits_with_jitter() -> None:
+    """Each wait is the schedule's, moved by at most the jitter fraction either way; the
+    default schedule retries for more than a day; the last wait repeats past its end."""
+    low = RetrySchedule((10.0, 100.0), 0.2, rng=lambda: 0.0)
+    high = RetrySchedule((10.0, 100.0), 0.2, rng=lambda: 0.999999)
+    assert low.delay(1) == timedelta(seconds=8) and low.delay(2) == timedelta(seconds=80)
+    assert timedelta(seconds=119) < high.delay(2) <= timedelta(seconds=120)
+    assert low.delay(9) == low.delay(2) and low.max_attempts == 3
+    assert sum(DEFAULT_SCHEDULE) > 24 * 3600 and RetrySchedule().max_attempts == 8

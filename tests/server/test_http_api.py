@@ -250,7 +250,9 @@ def test_metrics(demo: Demo, live: Server) -> None:
     assert "stopline_readback_mismatches_total 0" in text
     assert 'stopline_revisions_total{outcome="opened"} 0' in text
     assert 'stopline_attempts_total{outcome="retry"} 2' in text
-    for forbidden in ("itm_", "msg-10", "checkout-api", "support-triage", "alice"):
+    # automations are a label (by automation); items, their keys and people never are
+    assert 'stopline_automation_items{automation="support-triage",state="exception"} 1' in text
+    for forbidden in ("itm_", "msg-10", "checkout-api", "alice"):
         assert forbidden not in text
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,8 @@ import pytest
 from helpers import dump
 from proc import wait_for
 from stopline.http import metrics
-from stopline.runtime.notifier import DEFAULT_RETRY, NotifySettings, notify_pending
+from stopline.runtime.notifier import NotifySettings, notify_pending
+from stopline.runtime.notify_settings import RetrySchedule
 from stopline.store import open_store, raw
 from webhook_receiver import SECRET, Receiver, verify
 
@@ -87,7 +87,7 @@ def test_failed_deliveries_retry_with_a_bound_and_never_touch_items(demo_url: st
             "support-triage": ["http://127.0.0.1:9/closed"],
             "service-health": [failing.url],
         }
-        three = replace(DEFAULT_RETRY, max_attempts=3)
+        three = RetrySchedule((10.0, 20.0), jitter=0.0)
         settings = hooks(urls, retry=three, backfill=3600)
         t0 = datetime.now(UTC)
         first = notify_pending(demo_url, settings, now=t0)

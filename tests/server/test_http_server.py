@@ -13,6 +13,7 @@ import pytest
 from stopline.server.run import is_loopback, serve
 from stopline.server.settings import Settings, SettingsError, parse_webhooks
 from stopline.store import open_store
+from webhook_receiver import SECRET
 
 from .httphelp import server_env
 
@@ -90,7 +91,7 @@ def test_settings_from_the_environment() -> None:
             "STOPLINE_COOKIE_SECURE": "true",
             "STOPLINE_BASE_URL": "https://inbox.example/",
             "STOPLINE_WEBHOOKS": '{"a": "https://h.example/x"}',
-            "STOPLINE_WEBHOOK_SECRET": "whsec_AAAA",
+            "STOPLINE_WEBHOOK_SECRET": SECRET,
             "STOPLINE_NOTIFY_INTERVAL": "2",
         }
     )
@@ -102,7 +103,14 @@ def test_settings_from_the_environment() -> None:
         2.0,
     )
     assert settings.base_url == "https://inbox.example"
-    assert settings.webhooks == {"a": ("https://h.example/x",)}
+    assert settings.webhooks == {"a": "https://h.example/x"}
+    with pytest.raises(SettingsError, match="STOPLINE_WEBHOOK_SECRET: the key is 3 bytes"):
+        Settings.from_env(
+            {
+                "STOPLINE_WEBHOOKS": '{"a": "https://h.example/x"}',
+                "STOPLINE_WEBHOOK_SECRET": "whsec_AAAA",
+            }
+        )
     assert Settings.from_env({}) == Settings()
     for bad in ({"STOPLINE_MAX_BODY": "lots"}, {"STOPLINE_TRUST_PROXY_HEADER": "X: y"}):
         with pytest.raises(SettingsError):

@@ -49,6 +49,9 @@ def failure(store: Store, key: str, at: datetime, *, retryable: bool, policy: Po
     return decision.after
 
 
+URLS = ["http://r.example/hook"]  # the endpoints the sender in these tests has configured
+
+
 def message(event_item: str, seq: int, url: str = "http://r.example/hook") -> Message:
     return Message(f"msg-{event_item}-{seq}-{url}", event_item, seq, url, "item.stopped", "{}")
 
@@ -228,14 +231,14 @@ def test_a_claim_leases_one_message_to_one_sender(store: Store) -> None:
     it back once the lease has run out."""
     fill(store, T0, "m1")
     fill(store, T0 + S, "m2")
-    first = store.outbox.claim_next(T0 + 2 * S, 30.0)
-    second = store.outbox.claim_next(T0 + 2 * S, 30.0)
+    first = store.outbox.claim_next(T0 + 2 * S, 30.0, URLS)
+    second = store.outbox.claim_next(T0 + 2 * S, 30.0, URLS)
     assert first is not None and second is not None
     assert (first.item_id, second.item_id) == ("m1", "m2")
     assert first.next_attempt_at == T0 + 32 * S
-    assert store.outbox.claim_next(T0 + 2 * S, 30.0) is None
-    assert store.outbox.claim_next(T0 + 31 * S, 30.0) is None
-    again = store.outbox.claim_next(T0 + 32 * S, 30.0)
+    assert store.outbox.claim_next(T0 + 2 * S, 30.0, URLS) is None
+    assert store.outbox.claim_next(T0 + 31 * S, 30.0, URLS) is None
+    again = store.outbox.claim_next(T0 + 32 * S, 30.0, URLS)
     assert again is not None and again.id == first.id
 
 
@@ -243,9 +246,9 @@ def test_only_the_lease_holder_records_an_outcome(store: Store) -> None:
     """A sender whose lease ran out and was taken over records nothing; the new holder
     records its attempt."""
     fill(store, T0, "m1")
-    slow = store.outbox.claim_next(T0, 30.0)
+    slow = store.outbox.claim_next(T0, 30.0, URLS)
     assert slow is not None
-    taken = store.outbox.claim_next(T0 + 31 * S, 30.0)
+    taken = store.outbox.claim_next(T0 + 31 * S, 30.0, URLS)
     assert taken is not None
     before = dump(store)
     assert store.outbox.record_attempt(slow, OK, T0 + 40 * S, RETRY) is None
@@ -271,19 +274,19 @@ def test_failed_attempts_back_off_then_fail_for_good(store: Store) -> None:
     fill(store, T0, "m1")
     now = T0
     for attempt, wait in ((1, 10), (2, 20)):
-        claimed_message = store.outbox.claim_next(now, 30.0)
+        claimed_message = store.outbox.claim_next(now, 30.0, URLS)
         assert claimed_message is not None
         recorded = store.outbox.record_attempt(claimed_message, DOWN, now, RETRY)
         assert recorded is not None
         assert (recorded.status, recorded.attempts) == (PENDING, attempt)
         assert recorded.next_attempt_at == now + wait * S
-        assert store.outbox.claim_next(now + (wait - 1) * S, 30.0) is None
+        assert store.outbox.claim_next(now + (wait - 1) * S, 30.0, URLS) is None
         now += wait * S
-    last = store.outbox.claim_next(now, 30.0)
+    last = store.outbox.claim_next(now, 30.0, URLS)
     assert last is not None
     recorded = store.outbox.record_attempt(last, AttemptResult(None, "refused"), now, RETRY)
     assert recorded is not None and (recorded.status, recorded.last_error) == (FAILED, "refused")
-    assert store.outbox.claim_next(now + 3600 * S, 30.0) is None
+    assert store.outbox.claim_next(now + 3600 * S, 30.0, URLS) is None
     assert [(a.attempt, a.status_code, a.error) for a in store.outbox.attempts(last.id)] == [
         (1, 500, "HTTP 500"),
         (2, 500, "HTTP 500"),
@@ -307,7 +310,7 @@ def test_concurrent_claims_on_two_connections_never_share_a_message(store_url: s
 
         def claimer(store: Store) -> None:
             start.wait()
-            while (got := store.outbox.claim_next(T0 + S, 30.0)) is not None:
+            while (got := store.outbox.claim_next(T0 + S, 30.0, URLS)) is not None:
                 with lock:
                     taken.append(got.item_id)
 
@@ -342,3 +345,43 @@ def test_after_attempt_is_the_one_retry_rule(
     else:
         assert (status, next_at) == (PENDING, T0 + retry.delay(attempt))
         assert next_at > T0
+
+
+def test_a_claim_takes_only_messages_to_the_senders_endpoints(store: Store) -> None:
+    """A message to a URL the sender has not configured is never claimed by it."""
+    batch = StopBatch((), T0, T0)
+    store.outbox.enqueue(batch, [message("a", 1, "http://elsewhere.example/")], T0)
+    assert store.outbox.claim_next(T0 + S, 30.0, URLS) is None
+    got = store.outbox.claim_next(T0 + S, 30.0, ["http://elsewhere.example/"])
+    assert got is not None and got.item_id == "a"
+
+
+def test_a_gone_endpoint_is_disabled_with_its_waiting_messages(store: Store) -> None:
+    """An attempt that disables its endpoint fails the message and every other message still
+    waiting for that endpoint, and records the endpoint; enabling it clears the record."""
+    fill(store, T0, "m1", "m2")
+    claimed = store.outbox.claim_next(T0 + S, 30.0, URLS)
+    assert claimed is not None
+    gone = AttemptResult(410, "HTTP 410 Gone", disable=True)
+    recorded = store.outbox.record_attempt(claimed, gone, T0 + 2 * S, RETRY)
+    assert recorded is not None and recorded.status == FAILED
+    assert {n.status for n in store.outbox.notifications()} == {FAILED}
+    [disabled] = store.outbox.disabled_endpoints()
+    assert disabled.url == URLS[0] and "410" in disabled.reason
+    assert store.insights.disabled_endpoints() == [disabled]
+    assert store.outbox.enable_endpoint(URLS[0]) and not store.outbox.enable_endpoint(URLS[0])
+    assert store.outbox.disabled_endpoints() == []
+
+
+def test_heartbeats_are_one_row_per_worker(store: Store) -> None:
+    """A worker's beats update its one row; old rows can be dropped."""
+    beats = store.heartbeats
+    beats.beat("w1", "h", 10, ["b", "a"], T0, T0, {"steps": 0})
+    beats.beat("w1", "h", 10, ["b", "a"], T0, T0 + 5 * S, {"steps": 3})
+    beats.beat("w2", "h", 11, ["a"], T0, T0 + S, {"steps": 1})
+    [first, second] = store.insights.workers()
+    assert (first.worker, first.automations, first.stats["steps"]) == ("w1", ("a", "b"), 3)
+    assert first.seen_at == T0 + 5 * S and first.started_at == T0
+    assert first.to_plain(T0 + 6 * S)["age_seconds"] == 1.0 and second.worker == "w2"
+    assert beats.forget(T0 + 2 * S) == 1
+    assert [b.worker for b in beats.workers()] == ["w1"]

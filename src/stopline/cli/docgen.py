@@ -116,7 +116,24 @@ ENVIRONMENT = (
         "`run`, `serve`",
         "webhook URLs to notify of stops ([webhooks.md](webhooks.md))",
     ),
-    ("STOPLINE_WEBHOOK_SECRET", "`run`, `serve`", "the whsec_ secret webhooks are signed with"),
+    (
+        "STOPLINE_WEBHOOK_SECRET",
+        "`run`, `serve`",
+        "the whsec_ secret (24 to 64 bytes) of endpoints that name none of their own",
+    ),
+    (
+        "STOPLINE_WEBHOOK_RETRY",
+        "`run`, `serve`",
+        "waits between notification attempts, e.g. 5s,5m,30m,2h,5h,10h,10h (the default)",
+    ),
+    ("STOPLINE_WEBHOOK_JITTER", "`run`, `serve`", "random spread of each wait (default 0.2)"),
+    ("STOPLINE_SMTP_URL", "`run`, `serve`", "smtp://HOST[:PORT] for mailto: endpoints"),
+    ("STOPLINE_SMTP_FROM", "`run`, `serve`", "the sender of notification emails"),
+    (
+        "STOPLINE_LOG_FORMAT",
+        "`run`, `serve`",
+        "the default of `--log-format` (text or json)",
+    ),
     ("STOPLINE_BASE_URL", "`run`, `serve`", "the inbox address that webhook links point to"),
     ("STOPLINE_NOTIFY_INTERVAL", "`run`, `serve`", "seconds between notifier rounds (default 5)"),
     (

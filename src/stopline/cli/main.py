@@ -17,7 +17,8 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from .. import __version__
+from .. import __version__, logs
+from ..logs import ENV_FORMAT as ENV_LOG_FORMAT
 from ..store import ENV_URL, Store, StoreError, database_url, open_store
 from ..trust.authority import TrustError
 from . import completion
@@ -35,6 +36,7 @@ from .mcp import add_mcp_command
 from .output import EXIT_ERROR, EXIT_OK, EXIT_USAGE, Out
 from .read_commands import cmd_history, cmd_items, cmd_show, cmd_verify
 from .signing import add_key_option, host_trust
+from .workers import add_workers_command
 
 CONNECT_TIMEOUT = 5.0  # seconds: a database that does not answer by then is an error
 
@@ -130,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--quiet", action="store_true", help="print nothing unless the automations' code failed"
     )
     add_since_option(p, env=True)
+    add_log_format(p)
 
     p = add("items", cmd_items, "list items")
     p.add_argument("--state", help="only items in this state")
@@ -166,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_since_option(p)
     add("migrate", cmd_migrate, "create the database, or apply new schema migrations", opens=CREATE)
     add_check_command(add)
+    add_workers_command(add)
     p = add(
         "completion",
         cmd_completion,
@@ -189,7 +193,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=int(os.environ.get("STOPLINE_PORT", "8420")),
         help="env STOPLINE_PORT",
     )
+    add_log_format(p)
     return parser
+
+
+def add_log_format(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--log-format",
+        choices=logs.FORMATS,
+        default=None,
+        help=f"log lines as text or one JSON object per line (env {ENV_LOG_FORMAT}; default text)",
+    )
 
 
 def open_for(args: argparse.Namespace) -> Store | None:
@@ -221,9 +235,13 @@ def open_for(args: argparse.Namespace) -> Store | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=os.environ.get("STOPLINE_LOG", "WARNING").upper(), stream=sys.stderr)
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        logs.configure(getattr(args, "log_format", None))
+    except ValueError as exc:
+        print(f"stopline: {ENV_LOG_FORMAT}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     out = Out(getattr(args, "json", False))
     if getattr(args, "offline", False):  # needs no database (stopline keys create-root ...)
         try:

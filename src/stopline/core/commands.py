@@ -108,6 +108,7 @@ class Failure(WorkerCommand):
     message: str
     retryable: bool | None = None
     jitter_sample: float = 0.0
+    traceback: str | None = None  # what a hook raised, where (kept as evidence, bounded)
 
 
 @dataclass(frozen=True)

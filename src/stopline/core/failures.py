@@ -26,6 +26,7 @@ from typing import Any
 from .canonical import format_time
 from .commands import Failure
 from .decision import Decision, refused
+from .limits import truncate_traceback
 from .reasons import Reason
 from .records import Item
 from .states import State
@@ -153,15 +154,18 @@ def decide_failure(item: Item, command: Failure, ctx: Context) -> Decision:
         return refused(item, reasons)
     policy = policy_of(ctx)
     cls, worker = command.failure_class, command.worker
-    failure = {"class": cls, "message": command.message[:500]}
+    failure: dict[str, Any] = {"class": cls, "message": command.message[:500]}
+    trace = None if not command.traceback else truncate_traceback(command.traceback)
+    traced = failure if trace is None else {**failure, "traceback": trace}
     if item.state is State.REVISION_PREPARED:
         entry = attempt_entry(item, worker, ctx.now, cls, command.message, "revision_failed")
         return revision_failed(item, ctx, worker, (cls,), failure, entry)
     rule = handling(cls, command.retryable)
     if rule is Handling.NEEDS_EYES:
         why = f"{cls}: {command.message}"[:500]
+        evidence = {} if trace is None else {"traceback": trace}
         return stop_for_eyes(
-            item, ctx, worker, owner="operators", why=why, evidence={}, failure_class=cls
+            item, ctx, worker, owner="operators", why=why, evidence=evidence, failure_class=cls
         )
     if rule is Handling.FAIL:
         return transition(
@@ -170,7 +174,7 @@ def decide_failure(item: Item, command: Failure, ctx: Context) -> Decision:
             State.FAILED,
             ctx,
             actor=worker,
-            data={"failure": {**failure, "state": item.state.value, "at": format_time(ctx.now)}},
+            data={"failure": {**traced, "state": item.state.value, "at": format_time(ctx.now)}},
             detail=failure,
             attempt_entry=attempt_entry(item, worker, ctx.now, cls, command.message, "failed"),
         )
@@ -184,7 +188,7 @@ def decide_failure(item: Item, command: Failure, ctx: Context) -> Decision:
             actor=worker,
             data={"account": account(item, entry, ctx.now), "resume_state": item.state.value},
             reasons=(Reason.RETRY_BUDGET_EXHAUSTED,),
-            detail=failure,
+            detail=traced,
             attempt_entry=entry,
         )
     delay = policy.retry_for(item.state.value).delay(item.attempts, command.jitter_sample)
@@ -195,7 +199,7 @@ def decide_failure(item: Item, command: Failure, ctx: Context) -> Decision:
         ctx,
         actor=worker,
         next_eligible_at=ctx.now + delay,
-        detail={**failure, "attempt": item.attempts, "delay_seconds": delay.total_seconds()},
+        detail={**traced, "attempt": item.attempts, "delay_seconds": delay.total_seconds()},
         attempt_entry=attempt_entry(item, worker, ctx.now, cls, command.message, "retry"),
     )
 

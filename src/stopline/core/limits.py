@@ -57,6 +57,18 @@ CODES = frozenset(
 )
 
 
+MAX_TRACEBACK = 4000
+"""Characters of a hook's traceback kept in an item's record (its last lines: the frames
+nearest the error and the exception itself)."""
+
+
+def truncate_traceback(text: str, limit: int = MAX_TRACEBACK) -> str:
+    """At most ``limit`` characters of ``text``, its end kept; valid Unicode."""
+    if len(text) > limit:
+        text = "...\n" + text[-(limit - 4) :]
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """What one document from outside may hold. Integers within ±(2**53 - 1), finite numbers,

@@ -1,18 +1,26 @@
 """``/metrics`` in the Prometheus text format (version 0.0.4).
 
-Every series is an aggregate: labels carry states, commands, reason codes and outcomes,
-never an item id, key or automation name.
+Every series is an aggregate: labels carry states, commands, reason codes, outcomes and
+automation names, never an item id or key. Worker measurements (live workers, step
+durations) come from the workers' heartbeats, so one scrape of ``serve`` sees every worker
+process on the database.
 """
 
 from __future__ import annotations
 
+import platform
 from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from .. import __version__
 from ..core.states import STOP_STATES, State
+from ..runtime.heartbeat import BEAT_EVERY, STEP_BUCKETS
 from ..store import NOTIFICATION_STATUSES, Insights
+
+LIVE_AFTER = 3 * BEAT_EVERY  # a worker whose heartbeat is older is not counted live
+DECISION_BUCKETS = (60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 86400.0, 3 * 86400.0, 7 * 86400.0)
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -33,9 +41,13 @@ class Family:
     def render(self) -> str:
         lines = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} {self.kind}"]
         for labels, value in self.samples:
-            inner = ",".join(f'{k}="{_label(v)}"' for k, v in sorted(labels.items()))
+            name = self.name
+            if self.kind == "histogram":
+                name += labels.get("__suffix", "_bucket")
+            shown_labels = {k: v for k, v in labels.items() if k != "__suffix"}
+            inner = ",".join(f'{k}="{_label(v)}"' for k, v in sorted(shown_labels.items()))
             shown = repr(float(value)) if isinstance(value, float) else str(value)
-            lines.append(f"{self.name}{{{inner}}} {shown}" if inner else f"{self.name} {shown}")
+            lines.append(f"{name}{{{inner}}} {shown}" if inner else f"{name} {shown}")
         return "\n".join(lines)
 
 
@@ -156,11 +168,100 @@ def _notifications(insights: Insights) -> Family:
     return family
 
 
+def _histogram(
+    family: Family, bounds: Iterable[float], counts: list[int], total: float, n: int, **labels: Any
+) -> None:
+    for bound, count in zip(bounds, counts, strict=True):
+        family.add(count, le=repr(float(bound)), **labels)
+    family.add(n, le="+Inf", **labels)
+    family.samples.append(({**labels, "__suffix": "_sum"}, round(total, 6)))
+    family.samples.append(({**labels, "__suffix": "_count"}, n))
+
+
+def _by_automation(insights: Insights, now: datetime) -> list[Family]:
+    items = Family("stopline_automation_items", "gauge", "Items by automation and state.")
+    oldest_work = Family(
+        "stopline_work_oldest_age_seconds",
+        "gauge",
+        "Age of the oldest item in each work state, by automation, since its last change: an"
+        " item that is not moving (no worker running, a step that hangs).",
+    )
+    for row in insights.automation_states():
+        items.add(row.count, automation=row.automation, state=row.state)
+        if State(row.state).is_work and row.oldest is not None:
+            age = max((now - row.oldest).total_seconds(), 0.0)
+            oldest_work.add(round(age, 3), automation=row.automation, state=row.state)
+    decided = Family(
+        "stopline_time_to_decision_seconds",
+        "histogram",
+        "Time from an item entering a stop state to the event that moved it on, by automation.",
+    )
+    spans: dict[str, list[float]] = {}
+    for span in insights.stop_spans():
+        seconds = max((span.decided_at - span.stopped_at).total_seconds(), 0.0)
+        spans.setdefault(span.automation, []).append(seconds)
+    for automation, values in sorted(spans.items()):
+        counts = [sum(1 for v in values if v <= b) for b in DECISION_BUCKETS]
+        _histogram(
+            decided, DECISION_BUCKETS, counts, sum(values), len(values), automation=automation
+        )
+    return [items, oldest_work, decided]
+
+
+def _workers(insights: Insights, now: datetime) -> list[Family]:
+    build = Family("stopline_build_info", "gauge", "The stopline version serving these metrics.")
+    build.add(1, version=__version__, python=platform.python_version())
+    live = Family(
+        "stopline_workers",
+        "gauge",
+        f"Worker processes by heartbeat: live (seen within {LIVE_AFTER:g} s) or stale.",
+    )
+    age = Family(
+        "stopline_worker_heartbeat_age_seconds",
+        "gauge",
+        "Seconds since each worker's last heartbeat.",
+    )
+    steps = Family(
+        "stopline_step_duration_seconds",
+        "histogram",
+        "How long work steps took, by automation (summed over the workers' heartbeats).",
+    )
+    beats = insights.workers()
+    counts = {"live": 0, "stale": 0}
+    merged: dict[str, dict[str, Any]] = {}
+    for beat in beats:
+        seconds = beat.age(now)
+        counts["live" if seconds <= LIVE_AFTER else "stale"] += 1
+        age.add(round(seconds, 3), worker=beat.worker, host=beat.host)
+        for automation, h in (beat.stats.get("step_seconds") or {}).items():
+            m = merged.setdefault(
+                automation, {"buckets": [0] * len(STEP_BUCKETS), "count": 0, "sum": 0.0}
+            )
+            if len(h.get("buckets", ())) == len(STEP_BUCKETS):
+                m["buckets"] = [a + int(b) for a, b in zip(m["buckets"], h["buckets"], strict=True)]
+                m["count"] += int(h["count"])
+                m["sum"] += float(h["sum"])
+    for status, n in counts.items():
+        live.add(n, status=status)
+    for automation, m in sorted(merged.items()):
+        _histogram(steps, STEP_BUCKETS, m["buckets"], m["sum"], m["count"], automation=automation)
+    disabled = Family(
+        "stopline_notify_endpoint_disabled",
+        "gauge",
+        "Notification endpoints disabled after answering 410 Gone (1 each).",
+    )
+    for endpoint in insights.disabled_endpoints():
+        disabled.add(1, endpoint=endpoint.url)
+    return [build, live, age, steps, disabled]
+
+
 def render(insights: Insights, now: datetime) -> str:
     families: Iterable[Family] = [
         *_items(insights, now),
         *_events(insights),
         _attempts(insights),
         _notifications(insights),
+        *_by_automation(insights, now),
+        *_workers(insights, now),
     ]
     return "\n".join(f.render() for f in families) + "\n"

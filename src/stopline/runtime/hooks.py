@@ -19,12 +19,14 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.failures import HOOK_TIMEOUT, INVALID_OUTPUT
-from . import hook_output
+from ..core.limits import truncate_traceback
+from . import hook_output, tracing
 from .automation import Automation, HookContext
 
 log = logging.getLogger("stopline.worker")
@@ -40,6 +42,8 @@ class HookFailed:
     failure_class: str
     message: str
     retryable: bool | None = None
+    # where an exception was raised (bounded in the record; not part of equality)
+    traceback: str | None = field(default=None, compare=False)
 
 
 class HookTimeout(Exception):
@@ -109,7 +113,8 @@ def call_hook(
     """Run ``hook``; its output, or :class:`HookFailed` for anything it raised or caused."""
     limit = automation.hook_timeout
     try:
-        output, error = runner.run(hook, (context, *args), limit)
+        with tracing.span("stopline.hook", hook=name, automation=automation.name):
+            output, error = runner.run(hook, (context, *args), limit)
     except HookTimeout:
         log.error("the %s hook of %s ran past %g s; abandoned", name, automation.name, limit)
         why = f"the {name} hook ran past its hook_timeout of {limit:g} s and was abandoned"
@@ -128,12 +133,23 @@ def classify(error: BaseException, automation: Automation, hook: str) -> HookFai
     retryable or terminal as the automation's ``retry_on`` / ``terminal_on`` say."""
     failure_class = safe_text(type(error).__name__, 100)
     message = describe(error)
+    trace = format_traceback(error)
     if isinstance(error, automation.retry_on):
-        return HookFailed(failure_class, message, retryable=True)
+        return HookFailed(failure_class, message, retryable=True, traceback=trace)
     if isinstance(error, automation.terminal_on):
-        return HookFailed(failure_class, message, retryable=False)
+        return HookFailed(failure_class, message, retryable=False, traceback=trace)
     log.error("the %s hook of %s raised %s: %s", hook, automation.name, failure_class, message)
-    return HookFailed(failure_class, message)
+    return HookFailed(failure_class, message, traceback=trace)
+
+
+def format_traceback(error: BaseException) -> str | None:
+    """The exception's traceback as text, its end kept within ``MAX_TRACEBACK``; ``None`` when
+    it cannot be formatted (a hostile ``__str__``, a stack too deep). Never raises."""
+    try:
+        text = "".join(traceback.format_exception(error, limit=-20))
+    except BaseException:  # formatting calls the exception's own code
+        return None
+    return truncate_traceback(text)
 
 
 def describe(error: BaseException) -> str:

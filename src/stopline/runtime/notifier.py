@@ -1,148 +1,91 @@
-"""The webhook notifier: it fills the outbox from the event log and delivers what is due.
+"""The notifier: it fills the outbox from the event log and delivers what is due.
 
 One loop, whoever hosts it: ``stopline run`` and ``stopline serve`` both start a
-:class:`NotifierThread` when webhooks are configured (:meth:`NotifySettings.from_env`), and
+:class:`NotifierThread` when endpoints are configured (:meth:`NotifySettings.from_env`), and
 :func:`notify_pending` runs one round from anywhere else (cron, a test). Each message is
 leased by the outbox while it is being sent, so any number of hosts may run notifiers on one
 database: a message is sent by one of them at a time, and its outcome recorded once. The retry
-rule is the outbox's (:func:`stopline.store.outbox.after_attempt`) with :data:`DEFAULT_RETRY`.
+rule is the outbox's (:func:`stopline.store.outbox.after_attempt`) with the settings'
+:class:`~stopline.runtime.notify_settings.RetrySchedule`.
 
-A notification never touches an item. A receiver that is down delays only its own messages.
+Trust: a notifier sends only to the endpoints of its own settings (never to a URL it read
+from the database) and builds every message from the item's history after checking its seal
+(never from text stored in the outbox). A message whose item does not verify is not sent.
+
+A notification never touches an item. A receiver that is down delays only its own messages;
+one that answers ``410 Gone`` is disabled (``stopline workers`` and ``/metrics`` show it).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import math
-import os
+import smtplib
 import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from email.message import EmailMessage
 from http.client import HTTPException
-from urllib.parse import urlsplit
 
 from ..clock import Clock, utcnow
-from ..core.policy import RetryPolicy
+from ..core.integrity import head_findings
+from ..core.states import STOP_STATES
+from ..core.verify import verify_item
 from ..store import Store, open_store
 from ..store.errors import connection_errors
 from ..store.outbox import DELIVERED, FAILED, AttemptResult, Notification
-from . import webhooks
+from ..views import why
+from . import tracing, webhooks
+from .notify_settings import (
+    DEFAULT_BASE_URL,
+    EMAIL,
+    ENV_BASE_URL,
+    ENV_INTERVAL,
+    ENV_SECRET,
+    ENV_WEBHOOKS,
+    SLACK,
+    Endpoint,
+    NotifySettings,
+    NotifySettingsError,
+    RetrySchedule,
+    SMTPSettings,
+    mail_address,
+    parse_webhook_urls,
+    positive_number,
+)
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_RETRY",
+    "ENV_BASE_URL",
+    "ENV_INTERVAL",
+    "ENV_SECRET",
+    "ENV_WEBHOOKS",
+    "Notifier",
+    "NotifierFailed",
+    "NotifierThread",
+    "NotifySettings",
+    "NotifySettingsError",
+    "Summary",
+    "hosted",
+    "notify_pending",
+    "parse_webhook_urls",
+    "positive_number",
+]
 
 log = logging.getLogger("stopline.notify")
 
-ENV_WEBHOOKS = "STOPLINE_WEBHOOKS"
-ENV_SECRET = "STOPLINE_WEBHOOK_SECRET"
-ENV_BASE_URL = "STOPLINE_BASE_URL"
-ENV_INTERVAL = "STOPLINE_NOTIFY_INTERVAL"
-DEFAULT_BASE_URL = "http://127.0.0.1:8420"  # where `stopline serve` listens by default
-# At most 5 attempts, 10 s, 20 s, 40 s and 80 s apart.
-DEFAULT_RETRY = RetryPolicy(max_attempts=5, base_delay=10.0, backoff=2.0, max_delay=3600.0)
+DEFAULT_RETRY = RetrySchedule()
 LOOKBACK = timedelta(minutes=10)  # events committed out of time order are still seen
 MAX_ERROR = 500
-
-
-class NotifySettingsError(ValueError):
-    """The webhook configuration cannot be used."""
+GONE = 410
 
 
 class NotifierFailed(RuntimeError):
     """The notifier's loop stopped on an error it does not know how to wait out."""
-
-
-def parse_webhook_urls(text: str | None) -> dict[str, tuple[str, ...]]:
-    """``{"automation": ["https://..."], "*": [...]}`` (``*``: every automation)."""
-    if not text or not text.strip():
-        return {}
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise NotifySettingsError(f"{ENV_WEBHOOKS} is not valid JSON: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise NotifySettingsError(f"{ENV_WEBHOOKS} must be a JSON object of automation -> URLs")
-    out: dict[str, tuple[str, ...]] = {}
-    for name, urls in doc.items():
-        if isinstance(urls, str):
-            urls = [urls]
-        if not isinstance(urls, list) or not all(_is_http_url(u) for u in urls):
-            raise NotifySettingsError(f"{ENV_WEBHOOKS}[{name!r}] must be a list of http(s) URLs")
-        out[str(name)] = tuple(urls)
-    return out
-
-
-def _is_http_url(value: object) -> bool:
-    """An ``http(s)://`` URL with a host (checked here, so no round fails on it later)."""
-    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
-        return False
-    try:
-        return bool(urlsplit(value).hostname)
-    except ValueError:  # a malformed host, such as an unclosed [IPv6 address
-        return False
-
-
-def positive_number(env: Mapping[str, str], name: str, default: float) -> float:
-    """The number in variable ``name`` (``default`` when unset or blank); it must be > 0."""
-    raw = env.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise NotifySettingsError(f"{name} must be a number, not {raw!r}") from exc
-    if not (math.isfinite(value) and value > 0):
-        raise NotifySettingsError(f"{name} must be positive (and finite)")
-    return value
-
-
-@dataclass(frozen=True)
-class NotifySettings:
-    """What a notifier sends, where, and how often it looks."""
-
-    webhooks: Mapping[str, tuple[str, ...]]  # automation (or "*") -> URLs
-    secret: str  # signs every message (whsec_<base64>, or used as it is)
-    base_url: str = DEFAULT_BASE_URL  # the inbox address, for the link in each message
-    interval: float = 5.0  # seconds between two rounds
-    timeout: float = 5.0  # seconds per connect and per read of one attempt
-    retry: RetryPolicy = field(default=DEFAULT_RETRY)
-    backfill: float = 0.0  # the first round also sends stops this many seconds old
-
-    def __post_init__(self) -> None:
-        if not self.secret:
-            raise NotifySettingsError(f"{ENV_WEBHOOKS} needs {ENV_SECRET} (whsec_<base64>)")
-        try:
-            webhooks.secret_key(self.secret)
-        except webhooks.WebhookSecretError as exc:
-            raise NotifySettingsError(f"{ENV_SECRET}: {exc}") from exc
-        if not _is_http_url(self.base_url):
-            raise NotifySettingsError(f"{ENV_BASE_URL} must be an http(s) URL")
-        if not (self.interval > 0 and self.timeout > 0 and self.backfill >= 0):
-            raise NotifySettingsError("the interval and timeout are positive, backfill >= 0")
-
-    @property
-    def lease_seconds(self) -> float:
-        """How long a sender holds a message: well past one attempt's connect and read."""
-        return 30.0 + 4 * self.timeout
-
-    @classmethod
-    def from_env(
-        cls, env: Mapping[str, str] | None = None, *, base_url: str | None = None
-    ) -> NotifySettings | None:
-        """The settings ``STOPLINE_WEBHOOKS`` and its companions give, or ``None`` when no
-        webhook is configured. ``base_url`` is the default of ``STOPLINE_BASE_URL``."""
-        e = os.environ if env is None else env
-        hooks = parse_webhook_urls(e.get(ENV_WEBHOOKS))
-        if not hooks:
-            return None
-        return cls(
-            webhooks=hooks,
-            secret=e.get(ENV_SECRET) or "",
-            base_url=(e.get(ENV_BASE_URL) or "").rstrip("/") or base_url or DEFAULT_BASE_URL,
-            interval=positive_number(e, ENV_INTERVAL, 5.0),
-        )
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -156,13 +99,16 @@ _OPENER = urllib.request.build_opener(_NoRedirect)
 
 
 def post(url: str, body: bytes, headers: Mapping[str, str], timeout: float) -> AttemptResult:
-    """One POST: accepted on any 2xx answer; anything else is an error to retry."""
+    """One POST: accepted on any 2xx answer; ``410`` disables the endpoint; anything else is
+    an error to retry."""
     request = urllib.request.Request(url, data=body, headers=dict(headers), method="POST")
     try:
         with _OPENER.open(request, timeout=timeout) as response:
             return AttemptResult(int(response.status), None)
     except urllib.error.HTTPError as exc:  # an answer, but not 2xx
         exc.close()
+        if exc.code == GONE:
+            return AttemptResult(GONE, "HTTP 410 Gone", disable=True)
         return AttemptResult(exc.code, f"HTTP {exc.code}")
     except urllib.error.URLError as exc:  # no answer: refused, unknown host, timeout
         reason = exc.reason
@@ -170,6 +116,28 @@ def post(url: str, body: bytes, headers: Mapping[str, str], timeout: float) -> A
         return AttemptResult(None, f"{name}: {reason}"[:MAX_ERROR])
     except (OSError, HTTPException) as exc:  # the connection broke mid-answer
         return AttemptResult(None, f"{type(exc).__name__}: {exc}"[:MAX_ERROR])
+
+
+def send_mail(
+    smtp: SMTPSettings, to: str, subject: str, text: str, msg_id: str, timeout: float
+) -> AttemptResult:
+    """One email through the SMTP server: accepted when the server took it for ``to``."""
+    message = EmailMessage()
+    message["From"] = smtp.sender
+    message["To"] = to
+    message["Subject"] = subject
+    message["Message-ID"] = f"<{msg_id}@stopline>"
+    message.set_content(text)
+    try:
+        with smtplib.SMTP(smtp.host, smtp.port, timeout=timeout) as client:
+            refused = client.send_message(message)
+    except smtplib.SMTPResponseException as exc:
+        return AttemptResult(exc.smtp_code, f"SMTP {exc.smtp_code}"[:MAX_ERROR])
+    except (smtplib.SMTPException, OSError) as exc:
+        return AttemptResult(None, f"{type(exc).__name__}: {exc}"[:MAX_ERROR])
+    if refused:
+        return AttemptResult(None, f"SMTP refused {sorted(refused)}"[:MAX_ERROR])
+    return AttemptResult(250, None)
 
 
 @dataclass
@@ -188,42 +156,111 @@ class Notifier:
         self.store = store
         self.settings = settings
         self.clock = clock
+        self.endpoints: dict[str, Endpoint] = {e.url: e for e in settings.endpoints()}
+
+    def body(self, message: Notification, endpoint: Endpoint) -> tuple[bytes, str] | str:
+        """``(body, email subject)`` of ``message`` for ``endpoint``, built from the item's
+        history once its seal verifies; a string says why it may not be sent."""
+        item = self.store.get(message.item_id)
+        if item is None:
+            return "the item is not in the store"
+        history = self.store.history(item.id)
+        legacy = self.store.legacy_seals().get(item.id)
+        head = history[-1] if history else None
+        sealed = legacy[1] if legacy and head is not None and legacy[0] == head.hash else None
+        found = verify_item(item, history) + head_findings(item, head, sealed)
+        if found:
+            return f"the item does not verify: {found[0].text()}"[:MAX_ERROR]
+        if not 1 <= message.seq <= len(history):
+            return f"the item has no event {message.seq}"
+        event = history[message.seq - 1]
+        if event.to_state not in STOP_STATES or event.from_state == event.to_state:
+            return f"event {message.seq} of the item is not a stop"
+        data = webhooks.facts(item, event, why(item), self.settings.base_url)
+        if endpoint.format == SLACK:
+            return webhooks.slack_body(data), ""
+        if endpoint.format == EMAIL:
+            subject, text = webhooks.email_text(data)
+            return text.encode("utf-8"), subject
+        return webhooks.standard_body(data), ""
 
     def send(self, message: Notification, now: datetime) -> AttemptResult:
-        """One signed attempt of ``message``, signed at ``now``."""
-        body = message.payload.encode("utf-8")
-        signed = webhooks.headers(self.settings.secret, message.id, now, body)
-        return post(message.url, body, signed, self.settings.timeout)
+        """One attempt of ``message`` (signed at ``now``), to its configured endpoint only."""
+        endpoint = self.endpoints.get(message.url)
+        if endpoint is None:  # claims name the configured URLs: fail closed all the same
+            return AttemptResult(None, "the endpoint is not configured here", final=True)
+        built = self.body(message, endpoint)
+        if isinstance(built, str):
+            log.error("notification %s not sent: %s", message.id, built)
+            return AttemptResult(None, f"not sent: {built}", final=True)
+        body, subject = built
+        timeout = self.settings.timeout
+        if endpoint.format == EMAIL:
+            smtp = self.settings.smtp
+            address = mail_address(endpoint.url)
+            assert smtp is not None and address is not None  # checked by the settings
+            return send_mail(smtp, address, subject, body.decode("utf-8"), message.id, timeout)
+        signed = webhooks.headers(endpoint.secret, message.id, now, body)
+        return post(endpoint.url, body, signed, timeout)
 
     def enqueue(self, now: datetime) -> int:
-        """Add a message per (new stop event, URL); returns how many were added."""
+        """Add a message per (new stop event, endpoint); returns how many were added."""
         s = self.settings
         outbox = self.store.outbox
+        disabled = {d.url for d in outbox.disabled_endpoints()}
         batch = outbox.new_stops(now, s.backfill, LOOKBACK)
-        messages = [m for e in batch.events for m in webhooks.messages(e, s.webhooks, s.base_url)]
+        messages = [
+            m
+            for e in batch.events
+            for m in webhooks.messages(
+                e, [x for x in s.endpoints_for(e.automation) if x.url not in disabled], s.base_url
+            )
+        ]
         return outbox.enqueue(batch, messages, now)
 
     def deliver(self, clock: Clock, stop: Callable[[], bool] = lambda: False) -> Summary:
         """Send due messages one at a time, each under its own lease, until none is due."""
         summary = Summary()
         outbox = self.store.outbox
+        urls = sorted(self.endpoints)
         while not stop():
             now = clock()
-            claimed = outbox.claim_next(now, self.settings.lease_seconds)
+            claimed = outbox.claim_next(now, self.settings.lease_seconds, urls)
             if claimed is None:
                 break
-            result = self.send(claimed, now)
+            with tracing.span("stopline.notify", item=claimed.item_id, endpoint=claimed.url):
+                result = self.send(claimed, now)
             recorded = outbox.record_attempt(claimed, result, clock(), self.settings.retry)
+            fields = {
+                "item": claimed.item_id,
+                "notification": claimed.id,
+                "endpoint": claimed.url,
+                "attempt": claimed.attempts + 1,
+                "status_code": result.status_code,
+                "outcome": None if recorded is None else recorded.status,
+            }
             if recorded is None:
                 summary.lost += 1
                 log.warning("lease on %s ran out before its outcome was recorded", claimed.id)
             elif recorded.status == DELIVERED:
                 summary.delivered += 1
+                log.info("notification %s delivered", claimed.id, extra=fields)
             elif recorded.status == FAILED:
                 summary.failed += 1
-                log.warning("webhook %s failed for good: %s", claimed.id, result.error)
+                if result.disable:
+                    log.error("endpoint %s answered 410 Gone: disabled", claimed.url, extra=fields)
+                log.warning(
+                    "notification %s failed for good: %s", claimed.id, result.error, extra=fields
+                )
             else:
                 summary.retrying += 1
+                log.info(
+                    "notification %s attempt failed (%s); retrying at %s",
+                    claimed.id,
+                    result.error,
+                    recorded.next_attempt_at.isoformat(),
+                    extra=fields,
+                )
         return summary
 
     def round(

@@ -101,17 +101,29 @@ def _fail(outcome: Fail, signature: Signature) -> Command:
 
 
 def _hook_failed(outcome: HookFailed, signature: Signature) -> Command:
-    return failure(outcome.failure_class, outcome.message, signature, retryable=outcome.retryable)
+    return failure(
+        outcome.failure_class,
+        outcome.message,
+        signature,
+        retryable=outcome.retryable,
+        traceback=outcome.traceback,
+    )
 
 
 def failure(
-    failure_class: str, message: str, signature: Signature, *, retryable: bool | None = None
+    failure_class: str,
+    message: str,
+    signature: Signature,
+    *,
+    retryable: bool | None = None,
+    traceback: str | None = None,
 ) -> Command:
     return Failure(
         **signature.lease(),
         failure_class=failure_class,
         message=message,
         retryable=retryable,
+        traceback=traceback,
         jitter_sample=signature.jitter(),
     )
 

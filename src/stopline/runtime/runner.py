@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from types import FrameType
 
+from .. import logs
 from ..clock import utcnow
 from ..store import open_store
 from .automation import App
@@ -90,6 +91,7 @@ def work_loop(
             pass
     except Stopped:
         pass
+    worker.beat.tick(clock(), force=True)  # the last heartbeat carries every step measured
     return steps
 
 
@@ -109,6 +111,7 @@ def _child(
     except Stopped:
         queue.put((0, 0, []))
         return
+    logs.configure()  # the format the parent chose, through the environment
     app, failures = watched(load_app(spec))
     worker = Worker(store, app)
     steps = work_loop(worker, once=once, linger=linger, stop=stop, reconnect=reconnect)

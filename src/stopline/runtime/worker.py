@@ -21,6 +21,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from .. import logs
 from ..clock import Clock, utcnow
 from ..core.commands import Command, Execute, Expire, Guard
 from ..core.decide import decide
@@ -36,9 +37,11 @@ from ..store import Store
 from ..store.errors import connection_errors
 from ..trust.authority import Authority, Trust
 from ..trust.checks import signature_findings
+from . import tracing
 from .automation import App
 from .commit import Committed, commit
 from .crash_points import CrashPoints
+from .heartbeat import Heartbeat, observe_step
 from .hooks import HookRunner, describe
 from .lease import LeaseHolder, LeaseLost, renewing
 from .step import Step, Undecidable
@@ -86,12 +89,14 @@ class Worker:
         self.transitions = 0  # applied decisions written by this worker
         self._last_sweep: datetime | None = None
         self._unavailable = connection_errors()
+        self.beat = Heartbeat(store, self.id, sorted(self.automations))
 
     # --- the loop ----------------------------------------------------------------------------
 
     def tick(self) -> bool:
         """Run at most one step. ``True`` when a step was claimed."""
         now = self.clock()
+        self.beat.tick(now)
         if self._last_sweep is None or (now - self._last_sweep).total_seconds() >= SWEEP_EVERY:
             self.sweep()
             self._last_sweep = now
@@ -125,15 +130,25 @@ class Worker:
         automation = self.automations[item.automation]
         holder = LeaseHolder(item)
         lease = self.leases[item.automation]
+        fields = {"item": item.id, "automation": item.automation, "worker": self.id}
         try:
-            with renewing(self.store, holder, lease, self.clock, enabled=self.renew):
+            with (
+                logs.context(**fields),
+                renewing(self.store, holder, lease, self.clock, enabled=self.renew),
+            ):
                 # What was claimed must be what its history sealed (a later step of this chain
                 # starts from this worker's own commit, which needs no such check).
                 if not self.guard(holder, authority=False):
                     return
                 while True:
                     token = holder.item.lease_token
-                    Step(self, automation, holder).run()
+                    state = holder.item.state.value
+                    with (
+                        logs.context(state=state),
+                        tracing.span("stopline.step", state=state, **fields),
+                        observe_step(self, automation.name, state),
+                    ):
+                        Step(self, automation, holder).run()
                     after = holder.item
                     if (
                         after.lease_owner != self.id
@@ -230,6 +245,7 @@ class Worker:
             self.transitions += 1
         elif done.status is Committed.LOST:
             self._lost(holder, command, policy, actors)
+        _log_decision(command.name, item.id, done.status.name.lower(), decision)
         return decision
 
     def _decide(
@@ -285,3 +301,12 @@ class Worker:
             return decision
         claimed = continue_claim(after, self.id, self.clock(), policy.lease_seconds)
         return decision if claimed is None else replace(decision, after=claimed)
+
+
+def _log_decision(command: str, item_id: str, status: str, decision: Decision) -> None:
+    """One line per decision this worker committed (``decision``: applied, refused, ...)."""
+    state = None if decision.state is None else decision.state.value
+    why = ", ".join(decision.reasons) or state or "-"
+    log.info(
+        "%s %s on %s: %s", command, status, item_id, why, extra={"decision": status, "state": state}
+    )

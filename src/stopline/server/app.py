@@ -19,6 +19,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..http import metrics
+from ..http.access_log import AccessLog
 from ..http.api import error
 from ..http.api import routes as api_routes
 from ..http.openapi import document
@@ -106,7 +107,10 @@ def create_app(
             *web_routes(),
             Mount("/static", StaticFiles(directory=str(static)), name="static"),
         ],
-        middleware=[Middleware(Guard, limit=options.max_body)],
+        middleware=[
+            *([Middleware(AccessLog)] if options.log_requests else []),
+            Middleware(Guard, limit=options.max_body),
+        ],
         exception_handlers={HTTPException: http_error, Exception: server_error},
         lifespan=lifespan,
     )

@@ -81,12 +81,16 @@ def serve(args: argparse.Namespace, url: str) -> int:
         settings = Settings(**{**settings.__dict__, "base_url": f"http://{host}:{port}"})
     app = create_app(url, settings=settings)
     level = os.environ.get("STOPLINE_LOG", "warning").lower()
+    if "STOPLINE_LOG" not in os.environ:  # requests and deliveries are logged by default
+        for name in ("stopline.http.access", "stopline.notify"):
+            logging.getLogger(name).setLevel(logging.INFO)
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
         log_level=level,
-        access_log=level in ("info", "debug"),
+        log_config=None,  # uvicorn's lines go through stopline's handler (text or JSON)
+        access_log=False,  # stopline.http.access logs each request
         server_header=False,
         proxy_headers=False,
         lifespan="on",

@@ -6,7 +6,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..runtime.notifier import (
+from ..runtime.notify_settings import (
+    DEFAULT_BASE_URL,
+    NOTIFY_ENV,
     NotifySettings,
     NotifySettingsError,
     parse_webhook_urls,
@@ -32,8 +34,12 @@ def _number(env: Mapping[str, str], name: str, default: float) -> float:
         raise SettingsError(str(exc)) from exc
 
 
-def parse_webhooks(text: str | None) -> dict[str, tuple[str, ...]]:
-    """``{"automation": ["https://..."], "*": [...]}`` (``*``: every automation)."""
+NOTIFY_VARIABLES = frozenset(NOTIFY_ENV)
+
+
+def parse_webhooks(text: str | None) -> dict[str, object]:
+    """``{"automation": ["https://...", {"url": ...}], "*": [...]}`` (``*``: every
+    automation), its shape checked."""
     try:
         return parse_webhook_urls(text)
     except NotifySettingsError as exc:
@@ -52,9 +58,10 @@ class Settings:
     app_spec: str | None = None  # STOPLINE_APP: automations, for reconcile and publish
     cookie_secure: bool = False  # STOPLINE_COOKIE_SECURE=1 behind TLS
     base_url: str | None = None  # STOPLINE_BASE_URL: links in webhooks
-    webhooks: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # STOPLINE_WEBHOOKS
-    webhook_secret: str | None = None  # STOPLINE_WEBHOOK_SECRET (whsec_...)
+    # the notifier's variables (notify_settings.NOTIFY_ENV), checked when read
+    notify_env: Mapping[str, str] = field(default_factory=dict)
     notify_interval: float = 5.0  # STOPLINE_NOTIFY_INTERVAL (seconds)
+    log_requests: bool = True  # one log line per request (stopline.http.access)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -71,21 +78,20 @@ class Settings:
             app_spec=e.get("STOPLINE_APP") or None,
             cookie_secure=_flag(e.get("STOPLINE_COOKIE_SECURE")),
             base_url=(e.get("STOPLINE_BASE_URL") or "").rstrip("/") or None,
-            webhooks=parse_webhooks(e.get("STOPLINE_WEBHOOKS")),
-            webhook_secret=e.get("STOPLINE_WEBHOOK_SECRET") or None,
+            notify_env=_notify_env(e),
             notify_interval=_number(e, "STOPLINE_NOTIFY_INTERVAL", 5.0),
         )
 
+    @property
+    def webhooks(self) -> dict[str, object]:
+        """The endpoints of ``STOPLINE_WEBHOOKS``, as configured."""
+        return parse_webhooks(self.notify_env.get("STOPLINE_WEBHOOKS"))
+
     def notify_settings(self, default_base_url: str) -> NotifySettings | None:
         """The webhook notifier's settings (``None`` when no webhook is configured)."""
-        if not self.webhooks:
-            return None
         try:
-            return NotifySettings(
-                webhooks=self.webhooks,
-                secret=self.webhook_secret or "",
-                base_url=self.base_url or default_base_url,
-                interval=self.notify_interval,
+            return NotifySettings.from_env(
+                self.notify_env, base_url=self.base_url or default_base_url
             )
         except NotifySettingsError as exc:
             raise SettingsError(str(exc)) from exc
@@ -94,3 +100,13 @@ class Settings:
     def authenticated_beyond_loopback(self) -> bool:
         """Whether people can be told apart without a loopback-only trust assumption."""
         return bool(self.secret) or bool(self.trust_proxy_header)
+
+
+def _notify_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The notifier's variables, checked now (a bad one stops the server before it starts)."""
+    found = {k: v for k, v in env.items() if k in NOTIFY_VARIABLES}
+    try:
+        NotifySettings.from_env(found, base_url=DEFAULT_BASE_URL)
+    except NotifySettingsError as exc:
+        raise SettingsError(str(exc)) from exc
+    return found

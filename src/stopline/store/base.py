@@ -31,6 +31,7 @@ from ..core.registry import (
 )
 from .actors import SQLActors
 from .errors import SchemaMismatch, StoreError
+from .heartbeats import SQLHeartbeats
 from .insights import SQLInsights
 from .outbox import SQLOutbox
 from .queries import load, migrations
@@ -47,6 +48,7 @@ class SQLStore(SQLActors):
         self._migrations = migrations(self.dialect)
         self.insights = SQLInsights(self)  # the ports beside the items-and-events protocol
         self.outbox = SQLOutbox(self)
+        self.heartbeats = SQLHeartbeats(self)
 
     # --- schema -----------------------------------------------------------------------------
 

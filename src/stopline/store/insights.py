@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.records import Item
 from ..core.severity import SEVERITIES
+from .heartbeats import WorkerBeat
+from .outbox import DisabledEndpoint
 from .queries import load
 
 if TYPE_CHECKING:
@@ -88,6 +90,25 @@ class StopRow:
         return PageKey(SEVERITIES.index(self.severity), self.since, self.item.id)
 
 
+@dataclass(frozen=True)
+class AutomationStateCount:
+    """How many items of ``automation`` are in ``state``; ``oldest``: the earliest last change."""
+
+    automation: str
+    state: str
+    count: int
+    oldest: datetime | None
+
+
+@dataclass(frozen=True)
+class StopSpan:
+    """An item of ``automation`` stopped at ``stopped_at`` and was moved on at ``decided_at``."""
+
+    automation: str
+    stopped_at: datetime
+    decided_at: datetime
+
+
 class Insights(Protocol):
     """Read-only aggregates and listings for metrics, the inbox and the API."""
 
@@ -132,6 +153,18 @@ class Insights(Protocol):
         ...
 
     def stuck_count(self, before: datetime) -> int: ...
+
+    def automation_states(self) -> list[AutomationStateCount]: ...
+
+    def stop_spans(self) -> list[StopSpan]:
+        """Every stop that was later left: when the item stopped and when it moved on."""
+        ...
+
+    def workers(self) -> list[WorkerBeat]:
+        """Every worker's last heartbeat."""
+        ...
+
+    def disabled_endpoints(self) -> list[DisabledEndpoint]: ...
 
 
 class SQLInsights:
@@ -246,6 +279,36 @@ class SQLInsights:
             cur.execute(self._q["stuck_count"], {"before": s._time(before)})
             row = cur.fetchone()
         return 0 if row is None else int(row["n"])
+
+    def automation_states(self) -> list[AutomationStateCount]:
+        s = self._store
+        with s._read() as cur:
+            cur.execute(self._q["automation_states"], {})
+            rows = cur.fetchall()
+        return [
+            AutomationStateCount(
+                r["automation"], r["state"], int(r["n"]), s._from_time(r["oldest"])
+            )
+            for r in rows
+        ]
+
+    def stop_spans(self) -> list[StopSpan]:
+        s = self._store
+        with s._read() as cur:
+            cur.execute(self._q["stop_spans"], {})
+            rows = cur.fetchall()
+        out = []
+        for r in rows:
+            stopped, decided = s._from_time(r["stopped_at"]), s._from_time(r["decided_at"])
+            if stopped is not None and decided is not None:
+                out.append(StopSpan(str(r["automation"]), stopped, decided))
+        return out
+
+    def workers(self) -> list[WorkerBeat]:
+        return self._store.heartbeats.workers()
+
+    def disabled_endpoints(self) -> list[DisabledEndpoint]:
+        return self._store.outbox.disabled_endpoints()
 
     def _codes(self, value: object) -> tuple[str, ...]:
         return tuple(str(code) for code in self._store._from_json(value) or ())

@@ -15,6 +15,7 @@ and ``sql/<dialect>/outbox.sql``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -22,7 +23,6 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.canonical import format_time, parse_time
-from ..core.policy import RetryPolicy
 from ..core.states import STOP_STATES
 from .errors import StoreError
 from .queries import load
@@ -86,14 +86,42 @@ class Notification(Message):
 
 @dataclass(frozen=True)
 class AttemptResult:
-    """What one delivery attempt got: ``error`` is ``None`` exactly when it was accepted."""
+    """What one delivery attempt got: ``error`` is ``None`` exactly when it was accepted.
+    ``final``: no attempt may follow (the message fails now); ``disable``: the endpoint said
+    it is gone (``410``), so it is disabled and its waiting messages fail with it."""
 
     status_code: int | None
     error: str | None
+    final: bool = False
+    disable: bool = False
 
     @property
     def accepted(self) -> bool:
         return self.error is None
+
+
+class RetryRule(Protocol):
+    """How many attempts a message gets, and the wait after attempt number ``attempt``."""
+
+    @property
+    def max_attempts(self) -> int: ...
+
+    def delay(self, attempt: int) -> timedelta: ...
+
+
+@dataclass(frozen=True)
+class DisabledEndpoint:
+    """An endpoint that answered ``410 Gone``: nothing is sent to it until it is enabled."""
+
+    url: str
+    disabled_at: datetime
+    reason: str
+
+
+def message_id(item_id: str, seq: int, url: str) -> str:
+    """The id of the message about event ``seq`` of ``item_id`` to ``url``: the same every
+    time it is made, so a message made twice is one message (and ``verify`` can check it)."""
+    return "msg_" + hashlib.sha256(f"{item_id}:{seq}:{url}".encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -108,14 +136,14 @@ class Attempt:
 
 
 def after_attempt(
-    attempt: int, result: AttemptResult, now: datetime, retry: RetryPolicy
+    attempt: int, result: AttemptResult, now: datetime, retry: RetryRule
 ) -> tuple[str, datetime]:
     """The status and next attempt time after attempt number ``attempt`` (1-based): delivered
-    when accepted, failed once ``retry.max_attempts`` attempts are spent, else pending again
-    after ``retry.delay(attempt)``."""
+    when accepted, failed when the result is final or once ``retry.max_attempts`` attempts
+    are spent, else pending again after ``retry.delay(attempt)``."""
     if result.accepted:
         return DELIVERED, now
-    if attempt >= retry.max_attempts:
+    if result.final or result.disable or attempt >= retry.max_attempts:
         return FAILED, now
     return PENDING, now + retry.delay(attempt)
 
@@ -134,15 +162,25 @@ class Outbox(Protocol):
         one transaction; returns how many were added."""
         ...
 
-    def claim_next(self, now: datetime, lease_seconds: float) -> Notification | None:
-        """Lease the most overdue pending message until ``now + lease_seconds``."""
+    def claim_next(
+        self, now: datetime, lease_seconds: float, urls: Sequence[str]
+    ) -> Notification | None:
+        """Lease the most overdue pending message to one of ``urls`` (the endpoints the
+        sender has configured) until ``now + lease_seconds``."""
         ...
 
     def record_attempt(
-        self, claimed: Notification, result: AttemptResult, now: datetime, retry: RetryPolicy
+        self, claimed: Notification, result: AttemptResult, now: datetime, retry: RetryRule
     ) -> Notification | None:
-        """Record one attempt of a claimed message and its next status (:func:`after_attempt`).
-        ``None``, with nothing written, when the lease was lost to another claim."""
+        """Record one attempt of a claimed message and its next status (:func:`after_attempt`);
+        with ``result.disable`` also disable its endpoint. ``None``, with nothing written,
+        when the lease was lost to another claim."""
+        ...
+
+    def disabled_endpoints(self) -> list[DisabledEndpoint]: ...
+
+    def enable_endpoint(self, url: str) -> bool:
+        """Send to ``url`` again; ``False`` when it was not disabled."""
         ...
 
     def notifications(self, *, status: str | None = None, limit: int = 1000) -> list[Notification]:
@@ -219,17 +257,22 @@ class SQLOutbox:
 
     # --- sending ------------------------------------------------------------------------------
 
-    def claim_next(self, now: datetime, lease_seconds: float) -> Notification | None:
+    def claim_next(
+        self, now: datetime, lease_seconds: float, urls: Sequence[str]
+    ) -> Notification | None:
         if lease_seconds <= 0:
             raise ValueError("a lease lasts a positive number of seconds")
         lease = format_time(now + timedelta(seconds=lease_seconds))
+        known = json.dumps(sorted(set(urls)))
         with self._store._write() as cur:
-            cur.execute(self._q["claim_next"], {"now": format_time(now), "lease": lease})
+            cur.execute(
+                self._q["claim_next"], {"now": format_time(now), "lease": lease, "urls": known}
+            )
             row = cur.fetchone()
         return None if row is None else _notification(row)
 
     def record_attempt(
-        self, claimed: Notification, result: AttemptResult, now: datetime, retry: RetryPolicy
+        self, claimed: Notification, result: AttemptResult, now: datetime, retry: RetryRule
     ) -> Notification | None:
         attempt = claimed.attempts + 1
         status, next_at = after_attempt(attempt, result, now, retry)
@@ -261,6 +304,13 @@ class SQLOutbox:
                     "error": result.error,
                 },
             )
+            if result.disable:
+                reason = f"disabled: {result.error}"
+                at = format_time(now)
+                cur.execute(
+                    self._q["disable_endpoint"], {"url": claimed.url, "at": at, "reason": reason}
+                )
+                cur.execute(self._q["fail_pending_for"], {"url": claimed.url, "reason": reason})
         return replace(
             claimed,
             status=status,
@@ -269,6 +319,23 @@ class SQLOutbox:
             last_error=result.error,
             delivered_at=delivered,
         )
+
+    # --- endpoints ----------------------------------------------------------------------------
+
+    def disabled_endpoints(self) -> list[DisabledEndpoint]:
+        with self._store._read() as cur:
+            cur.execute(self._q["disabled_endpoints"], {})
+            rows = cur.fetchall()
+        return [
+            DisabledEndpoint(str(r["url"]), parse_time(str(r["disabled_at"])), str(r["reason"]))
+            for r in rows
+        ]
+
+    def enable_endpoint(self, url: str) -> bool:
+        s = self._store
+        with s._write() as cur:
+            cur.execute(self._q["enable_endpoint"], {"url": url})
+            return s._rowcount(cur) > 0
 
     # --- reading ------------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from ..core.ledger import LedgerEntry
 from ..core.policy import Policy
 from ..core.records import Actor, Event, Item
 from ..core.registry import Registry
+from .heartbeats import Heartbeats
 from .insights import Insights
 from .outbox import Outbox
 
@@ -34,6 +35,11 @@ class Store(Protocol):
     @property
     def outbox(self) -> Outbox:
         """The notification outbox."""
+        ...
+
+    @property
+    def heartbeats(self) -> Heartbeats:
+        """Worker heartbeats."""
         ...
 
     # schema

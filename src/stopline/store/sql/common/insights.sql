@@ -42,3 +42,23 @@ LIMIT :limit;
 
 -- name: stuck_count
 SELECT COUNT(*) AS n FROM items WHERE state_class = 'work' AND updated_at < :before;
+
+-- name: automation_states
+-- Items by automation and state, with the earliest last change among them.
+SELECT automation, state, COUNT(*) AS n, MIN(updated_at) AS oldest
+FROM items GROUP BY automation, state ORDER BY automation, state;
+
+-- name: stop_spans
+-- Each time an item entered a stop state and later left it: when it stopped and when the
+-- event that moved it on was written (the time a person took to decide).
+SELECT i.automation, s.at AS stopped_at, n.at AS decided_at
+FROM events s
+JOIN items i ON i.id = s.item_id
+JOIN events n ON n.item_id = s.item_id AND n.seq = (
+    SELECT MIN(x.seq) FROM events x
+    WHERE x.item_id = s.item_id AND x.seq > s.seq AND x.to_state <> s.to_state
+)
+WHERE s.to_state IN ('awaiting_approval', 'ready_for_review', 'exception', 'exhausted',
+    'revision_failed')
+  AND (s.from_state IS NULL OR s.from_state <> s.to_state);
+

@@ -47,3 +47,19 @@ SELECT * FROM notification_attempts WHERE notification_id = :id ORDER BY attempt
 
 -- name: count_by_status
 SELECT status, COUNT(*) AS n FROM notifications GROUP BY status ORDER BY status;
+
+-- name: disable_endpoint
+-- A receiver answered 410 Gone: nothing more is sent to this URL until it is enabled again.
+INSERT INTO notify_endpoints (url, disabled_at, reason) VALUES (:url, :at, :reason)
+ON CONFLICT (url) DO NOTHING;
+
+-- name: fail_pending_for
+-- The messages still waiting for a disabled endpoint fail with it.
+UPDATE notifications SET status = 'failed', last_error = :reason
+WHERE url = :url AND status = 'pending';
+
+-- name: enable_endpoint
+DELETE FROM notify_endpoints WHERE url = :url;
+
+-- name: disabled_endpoints
+SELECT url, disabled_at, reason FROM notify_endpoints ORDER BY url;

@@ -11,7 +11,8 @@ WHERE e.at > :since
 ORDER BY e.at, e.item_id, e.seq;
 
 -- name: claim_next
--- Lease the most overdue pending message: its next attempt time becomes the end of the lease,
+-- Lease the most overdue pending message for one of :urls (a JSON array: the endpoints this
+-- sender has configured; a row naming any other URL is never sent): its next attempt time becomes the end of the lease,
 -- so no other claim takes it until then. SKIP LOCKED passes over a row another claim is
 -- taking; the outer condition is checked again on the locked row, so a row that claim
 -- already leased is never taken twice.
@@ -19,6 +20,7 @@ UPDATE notifications SET next_attempt_at = :lease
 WHERE id = (
     SELECT id FROM notifications
     WHERE status = 'pending' AND next_attempt_at <= :now
+      AND url IN (SELECT json_array_elements_text(CAST(:urls AS json)))
     ORDER BY next_attempt_at, id
     LIMIT 1
     FOR UPDATE SKIP LOCKED

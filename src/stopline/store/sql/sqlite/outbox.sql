@@ -11,12 +11,14 @@ WHERE e.at > :since
 ORDER BY e.at, e.item_id, e.seq;
 
 -- name: claim_next
--- Lease the most overdue pending message: its next attempt time becomes the end of the lease,
+-- Lease the most overdue pending message for one of :urls (a JSON array: the endpoints this
+-- sender has configured; a row naming any other URL is never sent): its next attempt time becomes the end of the lease,
 -- so no other claim takes it until then. The write lock of BEGIN IMMEDIATE serialises claims.
 UPDATE notifications SET next_attempt_at = :lease
 WHERE id = (
     SELECT id FROM notifications
     WHERE status = 'pending' AND next_attempt_at <= :now
+      AND url IN (SELECT value FROM json_each(:urls))
     ORDER BY next_attempt_at, id
     LIMIT 1
 )
