@@ -283,6 +283,8 @@ def cmd_run(args: argparse.Namespace, store: Store | None, out: Out) -> int:
 
     if args.workers < 1:
         raise UsageError("--workers must be at least 1")
+    if args.concurrency < 1 or args.batch < 1:
+        raise UsageError("--concurrency and --batch must be at least 1")
     behind = refuse_if_behind(args, store)
     if behind:  # a rollback or rewrite before the checkpoint: no worker acts on it
         out.doc(
@@ -310,6 +312,8 @@ def cmd_run(args: argparse.Namespace, store: Store | None, out: Out) -> int:
                 workers=args.workers,
                 linger=args.linger,
                 notify=notify,
+                concurrency=args.concurrency,
+                batch=args.batch,
             )
     except (AppLoadError, InvalidName, StoreError) as exc:  # no app, a bad name, an unusable schema
         raise UsageError(str(exc)) from exc
@@ -438,6 +442,20 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=int(os.environ.get("STOPLINE_WORKERS", "1")),
         help="worker processes (env STOPLINE_WORKERS; default 1)",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=int(os.environ.get("STOPLINE_CONCURRENCY", "1")),
+        help="items each worker process runs at once: plain hooks on threads, async hooks on"
+        " an event loop (env STOPLINE_CONCURRENCY; default 1)",
+    )
+    p.add_argument(
+        "--batch",
+        type=int,
+        default=int(os.environ.get("STOPLINE_BATCH", "1")),
+        help="items each worker process claims in one statement and commits in one"
+        " transaction (env STOPLINE_BATCH; default 1)",
     )
     p.add_argument(
         "--linger",

@@ -424,6 +424,41 @@ class SQLStore(ABC):
             return False  # a concurrent write took the same idempotency key first
         return True
 
+    def apply_many(self, decisions: Sequence[Decision]) -> list[bool]:
+        """Write several applied decisions (of different items) in ONE transaction, each
+        guarded by its own compare-and-set: ``True`` for each written, ``False`` for each whose
+        item moved on first (that item only; the others still commit). A decision that appends
+        to the ledger, or a batch a statement fails in, is written one decision at a time."""
+        results: list[bool | None] = [None] * len(decisions)
+        grouped: list[tuple[int, dict[str, Any]]] = []
+        for n, decision in enumerate(decisions):
+            assert decision.event is not None
+            if ledger_kind(decision.event) is not None:
+                results[n] = self.apply(decision)
+            else:
+                grouped.append((n, self._apply_params(decision)))
+        if grouped:
+            try:
+                written = self._apply_grouped([params for _, params in grouped])
+            except self.integrity_errors:  # rolled back whole: one at a time, each on its own
+                written = [self.apply(decisions[n]) for n, _ in grouped]
+            for (n, _), ok in zip(grouped, written, strict=True):
+                results[n] = ok
+        return [bool(ok) for ok in results]
+
+    def _apply_grouped(self, rows: Sequence[dict[str, Any]]) -> list[bool]:
+        """One transaction: per row, the compare-and-set update and, when it took, the event."""
+        written = []
+        with self._write() as cur:
+            for params in rows:
+                cur.execute(self.q["update_item"], params)
+                if self._rowcount(cur) != 1:
+                    written.append(False)
+                    continue
+                cur.execute(self.q["insert_event"], params)
+                written.append(True)
+        return written
+
     def _apply_params(self, decision: Decision) -> dict[str, Any]:
         """The parameters of an applied decision: the new item, its event, the version guard."""
         before, after, event = decision.before, decision.after, decision.event
@@ -463,14 +498,38 @@ class SQLStore(ABC):
         leases: Mapping[str, float] | None = None,
     ) -> Item | None:
         params = self._claim_params(worker, now, lease_seconds, automations)
-        params["leases"] = None
-        if leases is not None:  # each automation's own lease, by the time it ends
-            ends = {name: format_time(now + timedelta(seconds=s)) for name, s in leases.items()}
-            params["leases"] = json.dumps(ends)
+        params["leases"] = self._leases_param(now, leases)
         with self._claiming() as cur:
             cur.execute(self.q["claim"], params)
             row = cur.fetchone()
         return None if row is None else self._item(row)
+
+    def claim_batch(
+        self,
+        worker: str,
+        now: datetime,
+        lease_seconds: float,
+        automations: Sequence[str] | None = None,
+        *,
+        leases: Mapping[str, float] | None = None,
+        limit: int = 1,
+    ) -> list[Item]:
+        """Up to ``limit`` claims in one statement, the most overdue first: each as
+        :meth:`claim` would take it (its attempt counted, its own new fencing token)."""
+        params = self._claim_params(worker, now, lease_seconds, automations)
+        params["leases"] = self._leases_param(now, leases)
+        params["limit"] = max(1, int(limit))
+        with self._claiming() as cur:
+            cur.execute(self.q["claim_batch"], params)
+            items = [self._item(row) for row in cur.fetchall()]
+        return sorted(items, key=lambda item: (item.next_eligible_at, item.id))
+
+    def _leases_param(self, now: datetime, leases: Mapping[str, float] | None) -> str | None:
+        if leases is None:
+            return None
+        # each automation's own lease, by the time it ends
+        ends = {name: format_time(now + timedelta(seconds=s)) for name, s in leases.items()}
+        return json.dumps(ends)
 
     def _claiming(self) -> AbstractContextManager[Any]:
         """Where the claim statement runs: a write transaction unless a dialect knows better."""
