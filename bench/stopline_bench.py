@@ -18,6 +18,7 @@ import multiprocessing as mp
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 from common import BenchConfig, Row, make_row, temp_database, temp_sqlite_dir, url_for
 
