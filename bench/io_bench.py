@@ -15,7 +15,15 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
-from common import BenchConfig, Row, make_row, temp_database, temp_sqlite_dir, url_for
+from common import (
+    BenchConfig,
+    Row,
+    make_row,
+    short_error,
+    temp_database,
+    temp_sqlite_dir,
+    url_for,
+)
 
 WAIT = 0.05
 CONCURRENCIES = (1, 10, 50)
@@ -68,6 +76,25 @@ def _drain(
 
 
 def run_once(cfg: BenchConfig, url: str, label: str, kind: str, concurrency: int) -> Row:
+    """One drain, as a row; a failure (a worker that died, the server gone) is an n/a row."""
+    try:
+        return _run_once(cfg, url, label, kind, concurrency)
+    except Exception as exc:
+        n = items_for(cfg, concurrency)
+        return make_row(
+            scenario=f"io 50ms: stopline ({kind} hooks)",
+            store=label,
+            workers=1,
+            concurrency=concurrency,
+            items=n,
+            ops=n,
+            unit="items",
+            seconds=None,
+            error=short_error(exc) or type(exc).__name__,
+        )
+
+
+def _run_once(cfg: BenchConfig, url: str, label: str, kind: str, concurrency: int) -> Row:
     n = items_for(cfg, concurrency)
     _prepare(url, n)
     ctx = mp.get_context("spawn")
@@ -80,6 +107,9 @@ def run_once(cfg: BenchConfig, url: str, label: str, kind: str, concurrency: int
     start.set()
     proc.join(timeout=cfg.scenario_timeout)
     seconds = time.perf_counter() - t0
+    if proc.is_alive():
+        proc.kill()
+        proc.join(5)
     transitions = out.get(timeout=5) if proc.exitcode == 0 else 0
     from stopline.store import open_store
 

@@ -20,7 +20,15 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from common import BenchConfig, Row, make_row, temp_database, temp_sqlite_dir, url_for
+from common import (
+    BenchConfig,
+    Row,
+    make_row,
+    short_error,
+    temp_database,
+    temp_sqlite_dir,
+    url_for,
+)
 
 TRANSITIONS_PER_ITEM = 5
 
@@ -108,6 +116,24 @@ def row_bytes(url: str) -> float | None:
 
 
 def run_once(cfg: BenchConfig, url: str, store_label: str, workers: int, batch: int = 1) -> Row:
+    """One drain, as a row; a failure (a worker that died, the server gone) is an n/a row."""
+    try:
+        return _run_once(cfg, url, store_label, workers, batch)
+    except Exception as exc:
+        return make_row(
+            scenario="stopline" if batch == 1 else f"stopline batch {batch}",
+            store=store_label,
+            workers=workers,
+            items=cfg.items,
+            ops=cfg.items * TRANSITIONS_PER_ITEM,
+            unit="steps",
+            seconds=None,
+            error=short_error(exc) or type(exc).__name__,
+            batch=batch,
+        )
+
+
+def _run_once(cfg: BenchConfig, url: str, store_label: str, workers: int, batch: int) -> Row:
     n = cfg.items
     _prepare(url, n)
     ctx = mp.get_context("spawn")
@@ -119,9 +145,14 @@ def run_once(cfg: BenchConfig, url: str, store_label: str, workers: int, batch: 
     time.sleep(1.0)  # let every process import and connect before the clock starts
     t0 = time.perf_counter()
     start.set()
+    deadline = time.monotonic() + cfg.scenario_timeout
     for p in procs:
-        p.join(timeout=cfg.scenario_timeout)
+        p.join(timeout=max(0.0, deadline - time.monotonic()))
     seconds = time.perf_counter() - t0
+    for p in procs:  # a worker that never finished (another one died, say) goes now
+        if p.is_alive():
+            p.kill()
+            p.join(5)
     reports = [out.get(timeout=5) for _ in procs]
     steps = sum(r[0] for r in reports)
     disk = sum(r[1] for r in reports)
