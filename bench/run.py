@@ -254,6 +254,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, help="raw loop: steps per item")
     p.add_argument("--jobs", type=int, help="peers: jobs to drain")
     p.add_argument("--workers", help="raw loop: comma-separated worker counts, e.g. 1,2,4")
+    p.add_argument("--timeout", type=float, help="the longest one scenario may run (seconds)")
     p.add_argument("--batches", help="stopline: comma-separated batch sizes, e.g. 1,10,50")
     p.add_argument("--io-items", type=int, help="IO-bound path: items at concurrency 10 and 50")
     p.add_argument("--pg-dsn", help="admin DSN (key=value) of the PostgreSQL server")
@@ -270,6 +271,8 @@ def build_config(args: argparse.Namespace) -> BenchConfig:
         cfg.jobs = args.jobs
     if args.workers:
         cfg.workers = tuple(int(w) for w in args.workers.split(","))
+    if args.timeout:
+        cfg.scenario_timeout = args.timeout
     if args.batches:
         cfg.batches = tuple(int(b) for b in args.batches.split(","))
     if args.io_items:
