@@ -140,7 +140,9 @@ def pgqueuer_drain(
         try:
             qm = QueueManager(Queries(drv))
 
-            @qm.entrypoint("noop")
+            # With a wait (the IO-bound path), at most batch_size jobs run at once: without the
+            # entrypoint's limit pgqueuer starts every dequeued job at once, unbounded.
+            @qm.entrypoint("noop", concurrency_limit=batch_size if wait else 0)
             async def noop(job: Job) -> None:
                 if wait:
                     await asyncio.sleep(wait)
@@ -374,7 +376,10 @@ def io_rows(cfg: BenchConfig) -> Iterator[Row]:
                     pgqueuer_drain, (dsn, url, n, c, "asyncpg", WAIT), t
                 ),
                 version=_pkg("pgqueuer"),
-                variant=f"asyncpg driver, batch_size={c}, async entrypoint awaiting 50 ms",
+                variant=(
+                    f"asyncpg driver, batch_size={c}, entrypoint concurrency_limit={c},"
+                    " async entrypoint awaiting 50 ms"
+                ),
             ),
         ]
 
