@@ -49,6 +49,11 @@ class BenchConfig:
     claim_cost: bool = False
     claim_backlogs: tuple[int, ...] = (10**3, 10**5, 10**6)
     claim_samples: int = 500
+    # the no-op path through stopline at these batch sizes (claims and commits in groups)
+    batches: tuple[int, ...] = (1, 10, 50)
+    # the IO-bound path: items per run (fewer at concurrency 1, where each waits in turn)
+    io_items: int = 2000
+    io_items_serial: int = 200
     # free-form options for generators added later (e.g. a stopline scenario)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -61,6 +66,8 @@ class BenchConfig:
             jobs=600,
             scenario_timeout=90.0,
             claim_samples=100,
+            io_items=500,
+            io_items_serial=60,
         )
 
 

@@ -49,8 +49,9 @@ def _quiet_logs() -> None:
 # --------------------------------------------------------------------------- procrastinate
 
 
-def procrastinate_drain(dsn: str, jobs: int, concurrency: int) -> dict[str, Any]:
-    """Enqueue ``jobs`` no-op tasks, then time one worker (``wait=False``) draining them."""
+def procrastinate_drain(dsn: str, jobs: int, concurrency: int, wait: float = 0.0) -> dict[str, Any]:
+    """Enqueue ``jobs`` no-op tasks (each awaiting ``wait`` seconds), then time one worker
+    (``wait=False``) draining them."""
     import procrastinate
 
     _quiet_logs()
@@ -63,7 +64,8 @@ def procrastinate_drain(dsn: str, jobs: int, concurrency: int) -> dict[str, Any]
 
         @app.task(name="noop")
         async def noop() -> None:
-            return None
+            if wait:
+                await asyncio.sleep(wait)
 
         async with app.open_async():
             await app.schema_manager.apply_schema_async()
@@ -94,8 +96,11 @@ def procrastinate_drain(dsn: str, jobs: int, concurrency: int) -> dict[str, Any]
 # --------------------------------------------------------------------------- pgqueuer
 
 
-def pgqueuer_drain(dsn: str, url: str, jobs: int, batch_size: int, driver: str) -> dict[str, Any]:
-    """Enqueue ``jobs`` no-op jobs, then time a QueueManager in drain mode.
+def pgqueuer_drain(
+    dsn: str, url: str, jobs: int, batch_size: int, driver: str, wait: float = 0.0
+) -> dict[str, Any]:
+    """Enqueue ``jobs`` no-op jobs (each awaiting ``wait`` seconds), then time a QueueManager
+    in drain mode.
 
     ``driver``: "asyncpg" (pgqueuer's primary driver) or "psycopg" (PsycopgDriver on one
     async connection in autocommit mode).
@@ -135,9 +140,12 @@ def pgqueuer_drain(dsn: str, url: str, jobs: int, batch_size: int, driver: str) 
         try:
             qm = QueueManager(Queries(drv))
 
-            @qm.entrypoint("noop")
+            # With a wait (the IO-bound path), at most batch_size jobs run at once: without the
+            # entrypoint's limit pgqueuer starts every dequeued job at once, unbounded.
+            @qm.entrypoint("noop", concurrency_limit=batch_size if wait else 0)
             async def noop(job: Job) -> None:
-                return None
+                if wait:
+                    await asyncio.sleep(wait)
 
             t0 = time.monotonic()
             await qm.run(batch_size=batch_size, mode=QueueExecutionMode.drain)
@@ -161,8 +169,9 @@ DBOS_QUEUE = "bench_noop"
 DBOS_APP_VERSION = "bench-1"
 
 
-def _dbos_setup(url: str) -> Any:
-    """Configure DBOS and register the no-op workflow (one no-op step). Not launched."""
+def _dbos_setup(url: str, wait: float = 0.0) -> Any:
+    """Configure DBOS and register the no-op workflow (one no-op step, which sleeps ``wait``
+    seconds). Not launched."""
     from dbos import DBOS
 
     _quiet_logs()
@@ -177,7 +186,8 @@ def _dbos_setup(url: str) -> Any:
 
     @DBOS.step(name="noop_step")
     def noop_step() -> None:
-        return None
+        if wait:
+            time.sleep(wait)
 
     @DBOS.workflow(name="noop_workflow")
     def noop_workflow() -> None:
@@ -205,11 +215,11 @@ def dbos_enqueue(url: str, jobs: int, concurrency: int, polling: float) -> dict[
         DBOS.destroy()
 
 
-def dbos_drain(url: str, dsn: str, jobs: int) -> dict[str, Any]:
+def dbos_drain(url: str, dsn: str, jobs: int, wait: float = 0.0) -> dict[str, Any]:
     """Phase 2 (fresh process): launch DBOS, time until the N workflows are SUCCESS."""
     from dbos import DBOS
 
-    _dbos_setup(url)
+    _dbos_setup(url, wait)
     count_sql = (
         "SELECT count(*) FROM dbos.workflow_status WHERE queue_name = %s AND status = 'SUCCESS'"
     )
@@ -335,3 +345,63 @@ def rows(cfg: BenchConfig) -> Iterator[Row]:
                 "workflow with one no-op step"
             ),
         )
+
+
+def io_rows(cfg: BenchConfig) -> Iterator[Row]:
+    """The IO-bound path beside stopline's (``io_bench.py``): N jobs that each wait 50 ms,
+    one worker process at concurrency 1 / 10 / 50; each row with its ratio to C / 50 ms."""
+    from io_bench import CONCURRENCIES, WAIT, items_for
+
+    t = cfg.scenario_timeout
+    for c in CONCURRENCIES:
+        n = items_for(cfg, c)
+        made = [
+            _peer_row(
+                cfg,
+                scenario="io 50ms: procrastinate",
+                concurrency=c,
+                jobs=n,
+                run=lambda dsn, url, c=c, n=n: run_isolated(
+                    procrastinate_drain, (dsn, n, c, WAIT), t
+                ),
+                version=_pkg("procrastinate"),
+                variant=f"PsycopgConnector, concurrency={c}, async task awaiting 50 ms",
+            ),
+            _peer_row(
+                cfg,
+                scenario="io 50ms: pgqueuer",
+                concurrency=c,
+                jobs=n,
+                run=lambda dsn, url, c=c, n=n: run_isolated(
+                    pgqueuer_drain, (dsn, url, n, c, "asyncpg", WAIT), t
+                ),
+                version=_pkg("pgqueuer"),
+                variant=(
+                    f"asyncpg driver, batch_size={c}, entrypoint concurrency_limit={c},"
+                    " async entrypoint awaiting 50 ms"
+                ),
+            ),
+        ]
+
+        def run_dbos(dsn: str, url: str, c: int = c, n: int = n) -> dict[str, Any]:
+            enq = run_isolated(dbos_enqueue, (url, n, c, 0.01), t)
+            res = run_isolated(dbos_drain, (url, dsn, n, WAIT), t)
+            return {**res, **enq}
+
+        made.append(
+            _peer_row(
+                cfg,
+                scenario="io 50ms: dbos",
+                concurrency=c,
+                jobs=n,
+                run=run_dbos,
+                version=_pkg("dbos"),
+                variant=f"queue worker_concurrency={c}, polling 10 ms, a step sleeping 50 ms",
+            )
+        )
+        for row in made:
+            ideal = c / WAIT
+            rate = row.get("rate")
+            row["details"]["ideal_rate"] = ideal
+            row["details"]["ideal_ratio"] = None if rate is None else round(rate / ideal, 3)
+            yield row

@@ -34,7 +34,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import claim_cost
+import io_bench
 import peers
+import ratios
 import raw
 import stopline_bench
 import stopline_claim_cost
@@ -48,6 +50,8 @@ GENERATORS: dict[str, RowGenerator] = {
     "stopline": stopline_bench.rows,
     "raw": raw.rows,
     "peers": peers.rows,
+    "io": io_bench.rows,
+    "io-peers": peers.io_rows,
 }
 
 
@@ -147,7 +151,18 @@ def _fmt_rate(row: Row) -> str:
 
 
 def format_table(rows: list[Row]) -> str:
-    headers = ["scenario", "store", "workers", "conc", "items", "ops", "rate", "seconds"]
+    headers = [
+        "scenario",
+        "store",
+        "workers",
+        "conc",
+        "items",
+        "ops",
+        "rate",
+        "seconds",
+        "vs ideal",
+        "row B/tr",
+    ]
     body = [
         [
             str(r["scenario"]),
@@ -158,10 +173,17 @@ def format_table(rows: list[Row]) -> str:
             f"{r['ops']} {r['unit']}",
             _fmt_rate(r),
             "-" if r.get("seconds") is None else f"{r['seconds']:.2f}",
+            _detail(r, "ideal_ratio", "{:.0%}"),
+            _detail(r, "row_bytes_per_transition", "{:,.0f}"),
         ]
         for r in rows
     ]
-    return _grid(headers, body, right={2, 3, 4, 5, 6, 7})
+    return _grid(headers, body, right={2, 3, 4, 5, 6, 7, 8, 9})
+
+
+def _detail(row: Row, key: str, form: str) -> str:
+    value = row.get("details", {}).get(key)
+    return "-" if value is None else form.format(value)
 
 
 def format_claim_table(rows: list[dict[str, Any]]) -> str:
@@ -232,6 +254,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, help="raw loop: steps per item")
     p.add_argument("--jobs", type=int, help="peers: jobs to drain")
     p.add_argument("--workers", help="raw loop: comma-separated worker counts, e.g. 1,2,4")
+    p.add_argument("--timeout", type=float, help="the longest one scenario may run (seconds)")
+    p.add_argument("--batches", help="stopline: comma-separated batch sizes, e.g. 1,10,50")
+    p.add_argument("--io-items", type=int, help="IO-bound path: items at concurrency 10 and 50")
     p.add_argument("--pg-dsn", help="admin DSN (key=value) of the PostgreSQL server")
     return p.parse_args(argv)
 
@@ -246,6 +271,12 @@ def build_config(args: argparse.Namespace) -> BenchConfig:
         cfg.jobs = args.jobs
     if args.workers:
         cfg.workers = tuple(int(w) for w in args.workers.split(","))
+    if args.timeout:
+        cfg.scenario_timeout = args.timeout
+    if args.batches:
+        cfg.batches = tuple(int(b) for b in args.batches.split(","))
+    if args.io_items:
+        cfg.io_items = args.io_items
     if args.pg_dsn:
         cfg.pg_admin_dsn = args.pg_dsn
     cfg.claim_cost = bool(args.claim_cost and not args.quick)
@@ -306,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
         f"peers: {cfg.jobs} no-op jobs, 1 worker process; {duration:.0f}s total\n"
     )
     print(format_table(rows))
+    print()
+    print("\n".join(ratios.lines(rows)))
     if claims:
         print()
         print(format_claim_table(claims))

@@ -3,6 +3,13 @@
 Each item takes five transitions after discovery (observe, propose -> approved, execute,
 delivered, readback -> completed); each transition is one claim commit plus one outcome commit,
 exactly the raw loop's two commits. Items are discovered before the clock starts.
+
+With ``batch`` N > 1 each worker claims up to N items in one statement, runs up to N at once
+and commits up to N decisions in one transaction (``--batch``): a claim and a commit are then
+shared by several transitions. Each row also says how many bytes of rows one transition writes
+(``row_bytes_per_transition``: the item row it rewrites plus its event row, as stored) and, on
+SQLite, what the worker processes wrote to disk per transition (``disk_bytes_per_transition``,
+from ``/proc/self/io``: WAL frames and checkpoints included).
 """
 
 from __future__ import annotations
@@ -11,8 +18,17 @@ import multiprocessing as mp
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
-from common import BenchConfig, Row, make_row, temp_database, temp_sqlite_dir, url_for
+from common import (
+    BenchConfig,
+    Row,
+    make_row,
+    short_error,
+    temp_database,
+    temp_sqlite_dir,
+    url_for,
+)
 
 TRANSITIONS_PER_ITEM = 5
 
@@ -36,51 +52,119 @@ def _prepare(url: str, n: int) -> None:
     store.close()
 
 
-def _drain(url: str, n: int, start: mp.synchronize.Event, out: mp.Queue[int]) -> None:
+def _written_bytes() -> int:
+    try:
+        for line in Path("/proc/self/io").read_text().splitlines():
+            if line.startswith("write_bytes:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _drain(
+    url: str, n: int, start: mp.synchronize.Event, out: mp.Queue[tuple[int, int]], batch: int
+) -> None:
     import noop_app
 
     from stopline.runtime.worker import Worker
     from stopline.store import open_store
 
     store = open_store(url, migrate=False)
-    worker = Worker(store, noop_app.app, renew=False)
+    if batch == 1:
+        worker = Worker(store, noop_app.app, renew=False)
+    else:
+        worker = Worker(store, noop_app.app, renew=False, concurrency=batch, batch=batch)
     start.wait()
-    steps = 0
+    written = _written_bytes()
     while True:
         if worker.tick():
-            steps += 1
             continue
         if len(store.list_items(state="completed", limit=n + 1)) >= n:
             break
         time.sleep(0.001)
-    out.put(steps)
+    worker.close()
+    out.put((worker.claims, _written_bytes() - written))
     store.close()
 
 
-def run_once(cfg: BenchConfig, url: str, store_label: str, workers: int) -> Row:
+def row_bytes(url: str) -> float | None:
+    """Bytes of rows one transition writes: the mean stored size of an item row (rewritten
+    at each transition) plus that of an event row. PostgreSQL: ``pg_column_size`` of the row;
+    SQLite: the bytes of every column's value."""
+    sizes: dict[str, float] = {}
+    if url.startswith("sqlite:"):
+        import sqlite3
+        from urllib.parse import urlparse
+
+        conn = sqlite3.connect(urlparse(url).path[1:])
+        try:
+            for table in ("items", "events"):
+                rows = conn.execute(f"SELECT * FROM {table}").fetchall()
+                total = sum(len(str(v).encode()) for row in rows for v in row if v is not None)
+                sizes[table] = total / max(1, len(rows))
+        finally:
+            conn.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(url) as pg:
+            for table in ("items", "events"):
+                found = pg.execute(f"SELECT avg(pg_column_size(t.*)) FROM {table} t").fetchone()
+                sizes[table] = float(found[0] or 0) if found else 0.0
+    return round(sizes["items"] + sizes["events"], 1)
+
+
+def run_once(cfg: BenchConfig, url: str, store_label: str, workers: int, batch: int = 1) -> Row:
+    """One drain, as a row; a failure (a worker that died, the server gone) is an n/a row."""
+    try:
+        return _run_once(cfg, url, store_label, workers, batch)
+    except Exception as exc:
+        return make_row(
+            scenario="stopline" if batch == 1 else f"stopline batch {batch}",
+            store=store_label,
+            workers=workers,
+            items=cfg.items,
+            ops=cfg.items * TRANSITIONS_PER_ITEM,
+            unit="steps",
+            seconds=None,
+            error=short_error(exc) or type(exc).__name__,
+            batch=batch,
+        )
+
+
+def _run_once(cfg: BenchConfig, url: str, store_label: str, workers: int, batch: int) -> Row:
     n = cfg.items
     _prepare(url, n)
     ctx = mp.get_context("spawn")
     start = ctx.Event()
-    out: mp.Queue[int] = ctx.Queue()
-    procs = [ctx.Process(target=_drain, args=(url, n, start, out)) for _ in range(workers)]
+    out: mp.Queue[tuple[int, int]] = ctx.Queue()
+    procs = [ctx.Process(target=_drain, args=(url, n, start, out, batch)) for _ in range(workers)]
     for p in procs:
         p.start()
     time.sleep(1.0)  # let every process import and connect before the clock starts
     t0 = time.perf_counter()
     start.set()
+    deadline = time.monotonic() + cfg.scenario_timeout
     for p in procs:
-        p.join(timeout=cfg.scenario_timeout)
+        p.join(timeout=max(0.0, deadline - time.monotonic()))
     seconds = time.perf_counter() - t0
-    steps = sum(out.get(timeout=5) for _ in procs)
+    for p in procs:  # a worker that never finished (another one died, say) goes now
+        if p.is_alive():
+            p.kill()
+            p.join(5)
+    reports = [out.get(timeout=5) for _ in procs]
+    steps = sum(r[0] for r in reports)
+    disk = sum(r[1] for r in reports)
     from stopline.store import open_store
 
     store = open_store(url, migrate=False)
     done = len(store.list_items(state="completed", limit=n + 1))
     store.close()
     error = None if done == n else f"only {done} of {n} items completed"
+    transitions = n * TRANSITIONS_PER_ITEM
     return make_row(
-        scenario="stopline",
+        scenario="stopline" if batch == 1 else f"stopline batch {batch}",
         store=store_label,
         workers=workers,
         items=n,
@@ -90,15 +174,26 @@ def run_once(cfg: BenchConfig, url: str, store_label: str, workers: int) -> Row:
         error=error,
         items_per_s=round(n / seconds, 1),
         claimed_steps=steps,
+        batch=batch,
+        row_bytes_per_transition=row_bytes(url),
+        disk_bytes_per_transition=(
+            round(disk / transitions, 1) if url.startswith("sqlite:") and disk else None
+        ),
     )
 
 
 def rows(cfg: BenchConfig) -> Iterator[Row]:
+    """Batch 1 (one step at a time, as always) on every store and worker count; the larger
+    batches on SQLite FULL and PostgreSQL."""
     for sync in cfg.sqlite_syncs:
+        for b in cfg.batches:
+            if b > 1 and sync != "FULL":
+                continue
+            for w in cfg.workers:
+                with temp_sqlite_dir(cfg, "stopline") as folder:
+                    url = f"sqlite:///{folder / 'bench.db'}?synchronous={sync.lower()}"
+                    yield run_once(cfg, url, f"sqlite sync={sync}", w, b)
+    for b in cfg.batches:
         for w in cfg.workers:
-            with temp_sqlite_dir(cfg, "stopline") as folder:
-                url = f"sqlite:///{folder / 'bench.db'}?synchronous={sync.lower()}"
-                yield run_once(cfg, url, f"sqlite sync={sync}", w)
-    for w in cfg.workers:
-        with temp_database(cfg.pg_admin_dsn, "stopline") as name:
-            yield run_once(cfg, url_for(cfg.pg_admin_dsn, name), "postgres", w)
+            with temp_database(cfg.pg_admin_dsn, "stopline") as name:
+                yield run_once(cfg, url_for(cfg.pg_admin_dsn, name), "postgres", w, b)

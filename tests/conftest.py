@@ -185,3 +185,24 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     target = os.environ.get(TAMPER_REPORT_ENV)
     if target:
         Path(target).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+
+
+# The worker settings a reliability lab runs its workers under: one step at a time ("single",
+# the default), and several items in flight, claimed and committed in groups ("batch"). A
+# module that sets ``LAB_MODES = ("single", "batch")`` runs each lab test in every mode.
+WORKER_MODES: dict[str, dict[str, str]] = {
+    "single": {},
+    "batch": {"STOPLINE_CONCURRENCY": "4", "STOPLINE_BATCH": "4"},
+}
+
+
+@pytest.fixture
+def lab_mode(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The environment of this test's worker processes (``WORKER_MODES``)."""
+    return dict(WORKER_MODES[getattr(request, "param", "single")])
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    modes = getattr(metafunc.module, "LAB_MODES", None)
+    if modes and "lab_mode" in metafunc.fixturenames:
+        metafunc.parametrize("lab_mode", modes, indirect=True)

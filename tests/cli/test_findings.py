@@ -104,8 +104,9 @@ def test_3_a_discovery_that_raises_makes_run_exit_non_zero(tmp_path: Path) -> No
     assert "discovery of broken raised RuntimeError: inventory API down" in done.stdout
 
 
-def test_3_an_async_hook_is_refused_when_the_app_loads(tmp_path: Path) -> None:
-    """An `async def` hook is exit 2 at load time, naming the hook; nothing runs."""
+def test_3_an_async_generator_hook_is_refused_when_the_app_loads(tmp_path: Path) -> None:
+    """An `async def` hook that yields (a generator, not one outcome) is exit 2 at load time,
+    naming the hook; nothing runs."""
     write_app(
         tmp_path,
         "asyncapp",
@@ -113,7 +114,7 @@ def test_3_an_async_hook_is_refused_when_the_app_loads(tmp_path: Path) -> None:
         from stopline import App, Automation, Evidence, NeedsEyes
 
         async def observe(ctx):
-            return Evidence({})
+            yield Evidence({})
 
         app = App([Automation("a", lambda c: ["k"], observe, lambda c: NeedsEyes("x"))])
         """,
@@ -121,7 +122,39 @@ def test_3_an_async_hook_is_refused_when_the_app_loads(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'a.db'}"
     done = stopline("run", "asyncapp:app", "--once", "--linger", "0", "--db", url, cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "observe hook" in done.stderr and "async" in done.stderr
+    assert "observe hook" in done.stderr and "async generator" in done.stderr
+
+
+def test_3_async_hooks_run_like_plain_ones(tmp_path: Path) -> None:
+    """`async def` hooks (discovery as an async generator) run on the worker's event loop and
+    their outcomes are recorded as a plain hook's would be."""
+    write_app(
+        tmp_path,
+        "asyncapp",
+        """
+        import asyncio
+        from stopline import App, Automation, Evidence, ReportForReview
+
+        async def discover(ctx):
+            for key in ("a", "b"):
+                yield key
+
+        async def observe(ctx):
+            await asyncio.sleep(0.01)
+            return Evidence({"key": ctx.item.key})
+
+        async def propose(ctx):
+            return ReportForReview({"seen": ctx.evidence["key"]})
+
+        app = App([Automation("a", discover, observe, propose)])
+        """,
+    )
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    done = stopline(
+        "run", "asyncapp:app", "--once", "--linger", "0", "--json", "--db", url, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["states"] == {"ready_for_review": 2}
 
 
 # --- 4. refusals name the case, not only the code ---------------------------------------------

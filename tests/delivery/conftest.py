@@ -241,6 +241,7 @@ class Env:
     site: Site
     capsys: pytest.CaptureFixture[str]
     config: dict[str, Any] = field(default_factory=dict)
+    mode: dict[str, str] = field(default_factory=dict)  # the workers' settings (lab_mode)
 
     def __post_init__(self) -> None:
         self.config = {
@@ -266,7 +267,14 @@ class Env:
 
     def work(self, wrap: Callable[[Target], Target] | None = None, linger: float = 1.0) -> None:
         """``stopline run APP --once`` in process (``wrap`` decorates the target)."""
-        run(build_app(self.config, wrap), self.url, once=True, linger=linger)
+        run(
+            build_app(self.config, wrap),
+            self.url,
+            once=True,
+            linger=linger,
+            concurrency=int(self.mode.get("STOPLINE_CONCURRENCY", "1")),
+            batch=int(self.mode.get("STOPLINE_BATCH", "1")),
+        )
 
     def expire_leases(self) -> None:
         """Stand in for a dead worker's lease running out: every lease held now ends one
@@ -282,7 +290,7 @@ class Env:
         self, crash: str | None = None, linger: float = 1.0
     ) -> subprocess.CompletedProcess[str]:
         """``stopline run tests/delivery/apps/digest_app.py:app --once`` as a new process."""
-        env = {**os.environ, CONFIG_ENV: json.dumps(self.config)}
+        env = {**os.environ, CONFIG_ENV: json.dumps(self.config), **self.mode}
         env.pop("STOPLINE_CRASH_AT", None)
         if crash is not None:
             env["STOPLINE_CRASH_AT"] = crash
@@ -381,5 +389,7 @@ class Env:
 
 
 @pytest.fixture
-def env(tmp_path: Path, site: Site, capsys: pytest.CaptureFixture[str]) -> Env:
-    return Env(tmp_path, site, capsys)
+def env(
+    tmp_path: Path, site: Site, capsys: pytest.CaptureFixture[str], lab_mode: dict[str, str]
+) -> Env:
+    return Env(tmp_path, site, capsys, mode=lab_mode)

@@ -27,6 +27,8 @@ from stopline.runtime.crash_points import (
 from .apps.digest_app import KEYS
 from .conftest import Env
 
+LAB_MODES = ("single", "batch")  # every lab here runs one step at a time, and in groups
+
 # What the real target and the item hold right after the crash at each boundary:
 # (state, objects on the target, artifacts bound) for a delivery;
 # (objects holding the revised content, artifacts bound by update) for a revision.

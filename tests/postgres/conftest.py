@@ -180,9 +180,10 @@ class PgLab:
 
 
 @pytest.fixture
-def pg_lab(postgres_url: str, tmp_path: Path) -> Iterator[PgLab]:
-    """A lab on a fresh, migrated database holding the fleet app's effect tables."""
-    lab = PgLab(tmp_path, postgres_url)
+def pg_lab(postgres_url: str, tmp_path: Path, lab_mode: dict[str, str]) -> Iterator[PgLab]:
+    """A lab on a fresh, migrated database holding the fleet app's effect tables (its worker
+    processes run in ``lab_mode``)."""
+    lab = PgLab(tmp_path, postgres_url, dict(lab_mode))
     lab.create_effects_tables()
     try:
         yield lab

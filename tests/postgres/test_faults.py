@@ -27,6 +27,8 @@ from proc import Proc, wait_for
 from .conftest import PgLab, PrivateServer, query
 from .test_fleet import check_fleet, reexecuted
 
+LAB_MODES = ("single", "batch")  # every lab here runs one step at a time, and in groups
+
 pytestmark = pytest.mark.postgres
 
 LOCK_KEY = 7_201_912  # the advisory lock a ``block`` fault waits for

@@ -13,6 +13,8 @@ from proc import wait_for
 
 from .conftest import PgLab
 
+LAB_MODES = ("single", "batch")  # every lab here runs one step at a time, and in groups
+
 pytestmark = pytest.mark.postgres
 
 STEPS = 3  # observe, propose, execute: the hooks that record an effect

@@ -19,6 +19,8 @@ from proc import wait_for
 from .conftest import PgLab, PrivateServer
 from .test_fleet import check_fleet, reexecuted
 
+LAB_MODES = ("single", "batch")  # every lab here runs one step at a time, and in groups
+
 pytestmark = pytest.mark.postgres
 
 RESTARTS = (0.2, 0.4, 0.6)  # disrupt when this share of the items is completed

@@ -12,14 +12,17 @@ from .labkit import Lab, lab_module
 
 
 @pytest.fixture
-def make_lab(tmp_path: Path) -> Iterator[Callable[..., Lab]]:
-    """``make_lab(**env)``: a lab whose processes all get ``STOPLINE_TEST_<NAME>=value``."""
+def make_lab(tmp_path: Path, lab_mode: dict[str, str]) -> Iterator[Callable[..., Lab]]:
+    """``make_lab(**env)``: a lab whose processes all get ``STOPLINE_TEST_<NAME>=value`` (and
+    the worker settings of ``lab_mode``)."""
     labs: list[Lab] = []
 
     def make(**env: Any) -> Lab:
         root = tmp_path / f"lab{len(labs)}"
         root.mkdir()
-        made = Lab(root, {f"STOPLINE_TEST_{k.upper()}": str(v) for k, v in env.items()})
+        made = Lab(
+            root, {**lab_mode, **{f"STOPLINE_TEST_{k.upper()}": str(v) for k, v in env.items()}}
+        )
         lab_module.init_effects(str(made.effects_path))
         labs.append(made)
         return made

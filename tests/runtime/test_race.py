@@ -11,6 +11,8 @@ from proc import wait_for
 
 from .labkit import Lab, lab_module
 
+LAB_MODES = ("single", "batch")  # every lab here runs one step at a time, and in groups
+
 END_STATE = {
     "done": "completed",
     "flaky": "completed",

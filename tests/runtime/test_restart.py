@@ -16,6 +16,8 @@ from stopline.core.canonical import format_time
 
 from .labkit import DEMO_APP, LAB_APP, Lab
 
+LAB_MODES = ("single", "batch")  # every lab here runs one step at a time, and in groups
+
 UNCHANGED = ("refusals", "schedules")  # the schedule's clock moves; nothing else may
 STOP_STATES = {"awaiting_approval", "ready_for_review", "exception", "exhausted", "revision_failed"}
 

@@ -129,7 +129,7 @@ def test_the_migration_merges_the_rows_written_before_it(blank_store_url: str) -
                         "reasons": raw.json_value(store, reasons),
                     },
                 )
-        assert store.migrate() == [5]
+        assert store.migrate()[0] == 5  # and every migration after it
         store.check_schema()
         merged = rows(store)
         assert [

@@ -111,6 +111,8 @@ def cmd_run(args: argparse.Namespace, store: Store | None, out: Out) -> int:
 
     if args.workers < 1:
         raise UsageError("--workers must be at least 1")
+    if args.concurrency < 1 or args.batch < 1:
+        raise UsageError("--concurrency and --batch must be at least 1")
     behind = refuse_if_behind(args, store)
     if behind:  # a rollback or rewrite before the checkpoint: no worker acts on it
         out.doc(
@@ -138,6 +140,8 @@ def cmd_run(args: argparse.Namespace, store: Store | None, out: Out) -> int:
                 workers=args.workers,
                 linger=args.linger,
                 notify=notify,
+                concurrency=args.concurrency,
+                batch=args.batch,
             )
     except (AppLoadError, InvalidName, StoreError) as exc:  # no app, a bad name, an unusable schema
         raise UsageError(str(exc)) from exc

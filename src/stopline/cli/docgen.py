@@ -76,6 +76,8 @@ ENVIRONMENT = (
     ),
     ("STOPLINE_LOG", "every command, `serve`", "the log level: DEBUG, INFO, WARNING (default)"),
     ("STOPLINE_WORKERS", "`run`", "the default of `--workers`"),
+    ("STOPLINE_CONCURRENCY", "`run`", "the default of `--concurrency`"),
+    ("STOPLINE_BATCH", "`run`", "the default of `--batch`"),
     (
         "STOPLINE_APP",
         "`reconcile`, `publish`, `serve`",

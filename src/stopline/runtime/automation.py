@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -82,10 +82,18 @@ class HookContext:
         return None if self.item is None else self.item.doc(name)
 
 
-DiscoverHook = Callable[[HookContext], Iterable[Discovered | str]]
+DiscoverHook = Callable[
+    [HookContext],
+    Iterable[Discovered | str]
+    | Awaitable[Iterable[Discovered | str]]
+    | AsyncIterable[Discovered | str],
+]
 Hook = Callable[[HookContext], Any]
-QAHook = Callable[[HookContext, Artifact], QAResult]
-ReviseHook = Callable[[HookContext, str, Sequence[Artifact]], Sequence[Artifact]]
+QAHook = Callable[[HookContext, Artifact], QAResult | Awaitable[QAResult]]
+ReviseHook = Callable[
+    [HookContext, str, Sequence[Artifact]],
+    Sequence[Artifact] | Awaitable[Sequence[Artifact]],
+]
 
 
 def _pass_qa(ctx: HookContext, artifact: Artifact) -> QAResult:
@@ -102,6 +110,11 @@ class Automation:
     renews it every third of that while a step runs); ``hook_timeout`` is how long the worker
     waits for one hook call before it abandons it and records ``hook_timeout`` (retried within
     the budget). A hook that needs longer declares a longer ``hook_timeout``.
+
+    Any hook may be an ``async def`` function (``discover`` an async generator too): it runs on
+    the worker's event loop, beside the other items' hooks. ``concurrency`` is the most items of
+    this automation one worker process runs at once (``None``: as many as the worker's own
+    ``--concurrency`` allows).
     """
 
     name: str
@@ -123,21 +136,27 @@ class Automation:
     terminal_on: tuple[type[BaseException], ...] = (TerminalError,)
     description: str = ""
     severity: str | None = None  # of its proposals that name none (core/severity.py)
+    concurrency: int | None = None
 
     def __post_init__(self) -> None:
         severity.require(self.severity, f"severity of automation {self.name!r}")
-        for hook in ("discover", "observe", "propose", "execute", "qa", "revise"):
+        for hook in ("observe", "propose", "execute", "qa", "revise"):
             fn = getattr(self, hook)
             call = type(fn).__call__ if fn is not None and not inspect.isroutine(fn) else None
             if fn is not None and (
-                inspect.iscoroutinefunction(fn)
-                or inspect.isasyncgenfunction(fn)
-                or (call is not None and inspect.iscoroutinefunction(call))
+                inspect.isasyncgenfunction(fn)
+                or (call is not None and inspect.isasyncgenfunction(call))
             ):
                 raise TypeError(
-                    f"the {hook} hook of automation {self.name!r} is an async function; stopline"
-                    " calls hooks synchronously (write it with `def`, not `async def`)"
+                    f"the {hook} hook of automation {self.name!r} is an async generator; a hook"
+                    " returns one outcome (write it with `def` or `async def` and `return`)"
                 )
+        if self.concurrency is not None and (
+            isinstance(self.concurrency, bool)
+            or not isinstance(self.concurrency, int)
+            or self.concurrency < 1
+        ):
+            raise ValueError(f"concurrency of {self.name} must be a whole number of at least 1")
         # Names declared in code are refused unless already in the one normal form (see
         # core/names.py): no '/', so AUTOMATION/KEY splits at its first '/'.
         require_normal(AUTOMATION, self.name)

@@ -8,9 +8,11 @@ heartbeat that cannot be written (the database is away) is skipped, never fatal.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -42,21 +44,27 @@ class Heartbeat:
         self.last: datetime | None = None
         self.steps = 0
         self.durations: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()  # step threads of a concurrent worker count at once
 
     def observe(self, automation: str, seconds: float) -> None:
         """Count one step of ``automation`` that took ``seconds``."""
-        self.steps += 1
-        h = self.durations.setdefault(
-            automation, {"buckets": [0] * len(STEP_BUCKETS), "count": 0, "sum": 0.0}
-        )
-        for i, bound in enumerate(STEP_BUCKETS):
-            if seconds <= bound:
-                h["buckets"][i] += 1
-        h["count"] += 1
-        h["sum"] = round(h["sum"] + seconds, 6)
+        with self._lock:
+            self.steps += 1
+            h = self.durations.setdefault(
+                automation, {"buckets": [0] * len(STEP_BUCKETS), "count": 0, "sum": 0.0}
+            )
+            for i, bound in enumerate(STEP_BUCKETS):
+                if seconds <= bound:
+                    h["buckets"][i] += 1
+            h["count"] += 1
+            h["sum"] = round(h["sum"] + seconds, 6)
 
     def stats(self) -> dict[str, Any]:
-        return {"steps": self.steps, "step_seconds": self.durations}
+        with self._lock:
+            copy: dict[str, Any] = json.loads(
+                json.dumps({"steps": self.steps, "step_seconds": self.durations})
+            )
+            return copy
 
     def tick(self, now: datetime, *, force: bool = False) -> None:
         """Write the heartbeat when the last one is :data:`BEAT_EVERY` old (or ``force``)."""

@@ -1,7 +1,9 @@
 """Calling a hook so that nothing it does can take the worker down.
 
-A hook runs on a thread of its own (:class:`HookRunner`), and the worker waits for it at most
-its automation's ``hook_timeout``. Whatever happens becomes a value (:func:`call_hook`):
+A plain hook runs on a thread of its own (:class:`HookRunner`); an ``async def`` hook runs as a
+task on the process's one event loop (:func:`event_loop`), so many hooks that wait on the
+network share one thread. The worker waits for either at most its automation's
+``hook_timeout``. Whatever happens becomes a value (:func:`call_hook`):
 
 * the hook's output, when it has the shape of an outcome and stays within the input limits;
 * :class:`HookFailed` otherwise, with the failure's real class and message:
@@ -9,18 +11,22 @@ its automation's ``hook_timeout``. Whatever happens becomes a value (:func:`call
   (the output breaks its shape or the limits, see ``hook_output.py``), or the name of the
   exception the hook raised: any exception, ``RecursionError`` and ``MemoryError`` included.
 
-An abandoned hook may still finish: what it returns is dropped, never committed. The step's
+An abandoned plain hook may still finish, and an abandoned ``async`` hook's task is cancelled:
+either way what it returns is dropped, never committed. The step's
 failure is committed under the lease the worker holds, and the next attempt is a new claim
 with a new fencing token, so nothing that thread could still do is written under its lease.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import inspect
 import logging
 import queue
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,9 +79,56 @@ def _serve(inbox: queue.SimpleQueue[_Call | None]) -> None:
         del call  # an abandoned hook's result is not kept alive by this thread
 
 
+def is_async(function: Any) -> bool:
+    """An ``async def`` function (or an object whose ``__call__`` is one)."""
+    if inspect.iscoroutinefunction(function):
+        return True
+    call = type(function).__call__ if not inspect.isroutine(function) else None
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_thread: threading.Thread | None = None
+_loop_lock = threading.Lock()
+
+
+def event_loop() -> asyncio.AbstractEventLoop:
+    """The event loop every ``async`` hook of this process runs on (a daemon thread, started
+    on first use)."""
+    global _loop, _loop_thread
+    with _loop_lock:
+        if _loop is None or _loop_thread is None or not _loop_thread.is_alive():
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, daemon=True)
+            thread.name = "stopline-async-hooks"
+            thread.start()
+            _loop, _loop_thread = loop, thread
+        return _loop
+
+
+async def _collect(iterable: Any) -> list[Any]:
+    return [entry async for entry in iterable]
+
+
+def call_blocking(function: Callable[..., Any], *args: Any) -> Any:
+    """Call ``function`` on this thread, or, when it is ``async``, on the hooks' event loop and
+    wait for its result (an async generator is read to its end). Raises what it raises."""
+    if inspect.isasyncgenfunction(function):
+        work: Coroutine[Any, Any, Any] = _collect(function(*args))
+    elif is_async(function):
+        work = function(*args)
+    else:
+        return function(*args)
+    output, error = asyncio.run_coroutine_threadsafe(_guarded(work), event_loop()).result()
+    if error is not None:
+        raise error
+    return output
+
+
 class HookRunner:
-    """Runs one hook at a time on a daemon thread the worker can stop waiting for. After a
-    timeout the thread is left to finish (or hang) alone, and the next hook gets a new one."""
+    """Runs one plain hook at a time on a daemon thread the worker can stop waiting for. After
+    a timeout the thread is left to finish (or hang) alone, and the next hook gets a new one.
+    An ``async`` hook runs on the event loop instead, and is cancelled on a timeout."""
 
     def __init__(self) -> None:
         self._inbox: queue.SimpleQueue[_Call | None] | None = None
@@ -86,6 +139,8 @@ class HookRunner:
     ) -> tuple[Any, BaseException | None]:
         """``(result, None)`` or ``(None, the exception raised)``; :class:`HookTimeout` when
         ``function`` has not returned after ``timeout`` seconds."""
+        if is_async(function):
+            return self._run_async(function, args, timeout)
         inbox = self._inbox
         if inbox is None:
             inbox = self._inbox = queue.SimpleQueue()
@@ -100,6 +155,35 @@ class HookRunner:
             self.abandoned += 1
             raise HookTimeout
         return call.result, call.error
+
+    def _run_async(
+        self, function: Callable[..., Any], args: tuple[Any, ...], timeout: float
+    ) -> tuple[Any, BaseException | None]:
+        try:
+            future = asyncio.run_coroutine_threadsafe(_guarded(function(*args)), event_loop())
+        except BaseException as error:  # raised before the coroutine ever ran
+            return None, error
+        done, _ = concurrent.futures.wait([future], timeout)
+        if not done:
+            future.cancel()  # the task is cancelled; whatever it returns is dropped
+            self.abandoned += 1
+            raise HookTimeout
+        try:
+            result: tuple[Any, BaseException | None] = future.result()
+        except BaseException as error:  # cancelled from outside
+            return None, error
+        return result
+
+
+async def _guarded(work: Any) -> tuple[Any, BaseException | None]:
+    """Await a hook's coroutine; what it raises (``SystemExit`` too) is its failure and never
+    reaches the event loop, which goes on serving every other hook."""
+    try:
+        return await work, None
+    except asyncio.CancelledError:
+        raise
+    except BaseException as error:
+        return None, error
 
 
 def call_hook(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -98,3 +99,64 @@ def _renew_loop(
         if not renewed:
             return
         holder.renewed(now, lease_seconds)
+
+
+class Renewer:
+    """One thread that renews the lease of every item a worker has in flight (a worker that
+    runs several steps at once): each lease every third of its length, until its step ends or
+    a renewal is refused (the step then loses its claim at its next commit)."""
+
+    def __init__(self, store: Store, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+        self._held: dict[int, tuple[LeaseHolder, float, float]] = {}  # id -> (holder, s, due)
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @contextmanager
+    def holding(self, holder: LeaseHolder, lease_seconds: float) -> Iterator[None]:
+        """Renew ``holder``'s lease while the block runs."""
+        with self._lock:
+            self._held[id(holder)] = (holder, lease_seconds, _monotonic() + lease_seconds / 3)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._loop, daemon=True, name="stopline-leases"
+                )
+                self._thread.start()
+        self._wake.set()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._held.pop(id(holder), None)
+
+    def _loop(self) -> None:
+        unavailable = connection_errors()
+        while True:
+            with self._lock:
+                held = list(self._held.values())
+            now_m = _monotonic()
+            due = [(h, s) for h, s, at in held if at <= now_m]
+            wait = min((at - now_m for _, _, at in held if at > now_m), default=1.0)
+            for holder, seconds in due:
+                item = holder.item
+                again = float("inf")  # a refused renewal: no more tries for this claim
+                if item.lease_owner is not None:
+                    now = self.clock()
+                    try:
+                        if self.store.renew(item, now, seconds):
+                            holder.renewed(now, seconds)
+                            again = _monotonic() + seconds / 3
+                    except unavailable as exc:  # the next round tries again
+                        log.warning("could not renew the lease on %s: %s", item.id, exc)
+                        again = _monotonic() + seconds / 3
+                with self._lock:
+                    if id(holder) in self._held:
+                        self._held[id(holder)] = (holder, seconds, again)
+            self._wake.wait(max(0.0, min(wait, 1.0)) if not due else 0.0)
+            self._wake.clear()
+
+
+def _monotonic() -> float:
+    return time.monotonic()

@@ -71,8 +71,9 @@ def work_loop(
             if next_fire is None or now >= next_fire:
                 scheduler.tick()
                 next_fire = scheduler.next_fire()
+        claims = worker.claims
         if worker.tick():
-            steps += 1
+            steps += worker.claims - claims
             return True
         now = clock()
         due = worker.store.next_due(list(worker.automations))
@@ -91,7 +92,9 @@ def work_loop(
             pass
     except Stopped:
         pass
-    worker.beat.tick(clock(), force=True)  # the last heartbeat carries every step measured
+    finally:
+        worker.beat.tick(clock(), force=True)  # the last heartbeat carries every step measured
+        worker.close()  # the steps still in flight end (each commits or loses its claim)
     return steps
 
 
@@ -101,6 +104,8 @@ def _child(
     once: bool,
     linger: float,
     queue: multiprocessing.Queue[tuple[int, int, list[str]]],
+    concurrency: int = 1,
+    batch: int = 1,
 ) -> None:
     stop = _Stop()
     signal.signal(signal.SIGTERM, stop)
@@ -113,7 +118,7 @@ def _child(
         return
     logs.configure()  # the format the parent chose, through the environment
     app, failures = watched(load_app(spec))
-    worker = Worker(store, app)
+    worker = Worker(store, app, concurrency=concurrency, batch=batch)
     steps = work_loop(worker, once=once, linger=linger, stop=stop, reconnect=reconnect)
     queue.put((steps, worker.transitions, failures.lines))
     store.close()
@@ -127,15 +132,27 @@ def run(
     workers: int = 1,
     linger: float = 5.0,
     notify: NotifySettings | None = None,
+    concurrency: int = 1,
+    batch: int = 1,
 ) -> RunSummary:
     """Serve ``spec``'s automations. Extra workers are separate processes (``spec`` must then
     be an importable ``module:attribute`` or file path). With ``notify``, the webhook notifier
-    runs beside them (with ``once``, it runs one last round before this returns).
+    runs beside them (with ``once``, it runs one last round before this returns). Each worker
+    process runs up to ``concurrency`` items at once, claims and commits up to ``batch`` at
+    once (see ``Worker``).
 
     Every store call, startup included, waits out a database that is away (see
     :mod:`stopline.runtime.retrying`); a stop signal during that wait ends the run."""
     with hosted(url, notify, flush=once):
-        return _run(spec, url, once=once, workers=workers, linger=linger)
+        return _run(
+            spec,
+            url,
+            once=once,
+            workers=workers,
+            linger=linger,
+            concurrency=concurrency,
+            batch=batch,
+        )
 
 
 def _run(
@@ -145,6 +162,8 @@ def _run(
     once: bool = False,
     workers: int = 1,
     linger: float = 5.0,
+    concurrency: int = 1,
+    batch: int = 1,
 ) -> RunSummary:
     app, failures = watched(load_app(spec) if isinstance(spec, str) else spec)
     if workers > 1 and not isinstance(spec, str):
@@ -170,10 +189,14 @@ def _run(
         fired = scheduler.tick(force=once)
         summary.discovered = sum(f.new for f in fired)
         for _ in range(workers - 1):
-            proc = ctx.Process(target=_child, args=(spec, url, once, linger, queue), daemon=False)
+            proc = ctx.Process(
+                target=_child,
+                args=(spec, url, once, linger, queue, concurrency, batch),
+                daemon=False,
+            )
             proc.start()
             children.append(proc)
-        worker = Worker(store, app)
+        worker = Worker(store, app, concurrency=concurrency, batch=batch)
         summary.steps = work_loop(
             worker, once=once, linger=linger, stop=stop, scheduler=scheduler, reconnect=reconnect
         )

@@ -26,6 +26,7 @@ from ..store import Store
 from .automation import App, Automation, Discovered, HookContext
 from .commit import Committed, commit
 from .hook_output import limit_violations
+from .hooks import call_blocking
 from .retrying import Reconnect
 
 log = logging.getLogger("stopline.scheduler")
@@ -140,7 +141,7 @@ class Scheduler:
             self.clock,
         )
         try:
-            found = list(automation.discover(ctx))
+            found = list(call_blocking(automation.discover, ctx))
         except Exception:
             log.exception("discovery of %s failed; nothing was written", automation.name)
             return fired

@@ -68,7 +68,9 @@ class Step:
 
     def call(self, name: str, hook: Callable[..., Any], *args: Any) -> Any:
         """Run a hook: its outcome, or a ``HookFailed`` for anything it raised or caused."""
-        return call_hook(self.worker.hooks, self.automation, name, hook, self.context(), *args)
+        return call_hook(
+            self.worker.hook_runner(), self.automation, name, hook, self.context(), *args
+        )
 
     def commit(self, command: Command) -> Decision:
         return self.worker.commit(self.holder, command)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from typing import Any
 from ..core.commands import QAResult
 from . import hook_output, outcomes
 from .automation import App, Automation, HookContext
+from .hooks import is_async
 
 # What each hook may return (anything else stops the item in ``exception``).
 _ANY_HOOK = (outcomes.NeedsEyes, outcomes.RetryLater, outcomes.Fail)
@@ -60,14 +62,31 @@ def _declared(automation: Automation, exc: BaseException) -> bool:
 
 
 def _wrap_discover(a: Automation, failures: HookFailures) -> Callable[[HookContext], Any]:
-    hook = a.discover
+    hook: Any = a.discover  # plain, async, or an async generator
+
+    def failed(exc: Exception) -> None:
+        failures.add(f"discovery of {a.name} raised {type(exc).__name__}: {exc}")
+
+    if inspect.isasyncgenfunction(hook) or is_async(hook):
+
+        @functools.wraps(hook)
+        async def discover_async(ctx: HookContext) -> list[Any]:
+            try:
+                if inspect.isasyncgenfunction(hook):
+                    return [entry async for entry in hook(ctx)]
+                return list(await hook(ctx))
+            except Exception as exc:
+                failed(exc)
+                raise
+
+        return discover_async
 
     @functools.wraps(hook)
     def discover(ctx: HookContext) -> list[Any]:
         try:
             return list(hook(ctx))  # a generator raises while it is read
         except Exception as exc:
-            failures.add(f"discovery of {a.name} raised {type(exc).__name__}: {exc}")
+            failed(exc)
             raise
 
     return discover
@@ -76,16 +95,11 @@ def _wrap_discover(a: Automation, failures: HookFailures) -> Callable[[HookConte
 def _wrap(a: Automation, name: str, failures: HookFailures) -> Callable[..., Any]:
     hook = getattr(a, name)
 
-    @functools.wraps(hook)
-    def run(ctx: HookContext, *args: Any) -> Any:
-        try:
-            out = hook(ctx, *args)
-        except Exception as exc:
-            if not _declared(a, exc):
-                failures.add(
-                    f"{name} hook of {a.name}{_where(ctx)} raised {type(exc).__name__}: {exc}"
-                )
-            raise
+    def raised(ctx: HookContext, exc: Exception) -> None:
+        if not _declared(a, exc):
+            failures.add(f"{name} hook of {a.name}{_where(ctx)} raised {type(exc).__name__}: {exc}")
+
+    def returned(ctx: HookContext, out: Any) -> Any:
         allowed = ALLOWED.get(name)
         if allowed is not None and not isinstance(out, allowed):
             failures.add(
@@ -97,6 +111,28 @@ def _wrap(a: Automation, name: str, failures: HookFailures) -> Callable[..., Any
                 f"{name} hook of {a.name}{_where(ctx)} returned invalid output: {problems[0]}"
             )
         return out
+
+    if is_async(hook):
+
+        @functools.wraps(hook)
+        async def run_async(ctx: HookContext, *args: Any) -> Any:
+            try:
+                out = await hook(ctx, *args)
+            except Exception as exc:
+                raised(ctx, exc)
+                raise
+            return returned(ctx, out)
+
+        return run_async
+
+    @functools.wraps(hook)
+    def run(ctx: HookContext, *args: Any) -> Any:
+        try:
+            out = hook(ctx, *args)
+        except Exception as exc:
+            raised(ctx, exc)
+            raise
+        return returned(ctx, out)
 
     return run
 

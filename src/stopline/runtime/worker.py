@@ -4,8 +4,13 @@
 automation's item with that automation's own lease), and runs it (``step.py``, with the
 delivery and revision driver in ``delivery_driver.py``) while a thread renews the lease
 (``lease.py``). Every write goes through :meth:`Worker.commit`: ``decide()``, then the one
-commit path (``commit.py``). Hooks run on a thread of their own with a time limit
-(``hooks.py``), so no hook can take the worker down.
+commit path (``commit.py``). Hooks run on a thread of their own (an ``async`` hook on the
+event loop) with a time limit (``hooks.py``), so no hook can take the worker down.
+
+With ``concurrency`` or ``batch`` above 1, one worker runs several items at once
+(``slots.py``): it claims up to ``batch`` items in one statement, runs each on a step thread
+while one thread renews every lease in flight, and writes the applied decisions in groups of
+up to ``batch`` per transaction (``group_commit.py``), each on its own compare-and-set.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import logging
 import os
 import random
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -41,9 +47,11 @@ from . import tracing
 from .automation import App
 from .commit import Committed, commit
 from .crash_points import CrashPoints
+from .group_commit import GroupCommitter
 from .heartbeat import Heartbeat, observe_step
 from .hooks import HookRunner, describe
-from .lease import LeaseHolder, LeaseLost, renewing
+from .lease import LeaseHolder, LeaseLost, Renewer, renewing
+from .slots import Slots
 from .step import Step, Undecidable
 
 log = logging.getLogger("stopline.worker")
@@ -69,9 +77,16 @@ class Worker:
         chain: bool = True,
         trust: Trust | None = None,
         host_trust: bool = True,
+        concurrency: int = 1,
+        batch: int = 1,
     ) -> None:
         """``trust``: the trust root (signed mode); by default (``host_trust``) the host's,
-        from ``STOPLINE_TRUST_ROOT``."""
+        from ``STOPLINE_TRUST_ROOT``. ``concurrency``: the most items in flight at once;
+        ``batch``: the most items one claim takes and one commit transaction writes (in flight
+        at once: the larger of the two). With both 1, one step at a time on this thread."""
+        for name, value in (("concurrency", concurrency), ("batch", batch)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a whole number of at least 1")
         self.store = store
         self.trust = trust if trust is not None or not host_trust else Trust.from_env()
         self.app = app
@@ -87,14 +102,40 @@ class Worker:
         self.crash_point = CrashPoints()
         self.refusals = 0
         self.transitions = 0  # applied decisions written by this worker
+        self.claims = 0  # items claimed (a claim may carry several transitions)
         self._last_sweep: datetime | None = None
         self._unavailable = connection_errors()
         self.beat = Heartbeat(store, self.id, sorted(self.automations))
+        self.concurrency, self.batch = concurrency, batch
+        self._count = threading.Lock()
+        self._local = threading.local()  # each step thread's own hook runner
+        self.slots: Slots | None = None
+        self.committer: GroupCommitter | None = None
+        self.renewer: Renewer | None = None
+        if max(concurrency, batch) > 1:
+            limits = {a.name: a.concurrency for a in app.automations}
+            self.slots = Slots(max(concurrency, batch), limits, self.process)
+            self.committer = GroupCommitter(store, batch)
+            self.renewer = Renewer(store, clock)
+
+    def hook_runner(self) -> HookRunner:
+        """The runner of this thread's hooks (each step thread has its own)."""
+        if self.slots is None:
+            return self.hooks
+        runner: HookRunner | None = getattr(self._local, "hooks", None)
+        if runner is None:
+            runner = self._local.hooks = HookRunner()
+        return runner
+
+    def _counted(self, name: str) -> None:
+        with self._count:
+            setattr(self, name, getattr(self, name) + 1)
 
     # --- the loop ----------------------------------------------------------------------------
 
     def tick(self) -> bool:
-        """Run at most one step. ``True`` when a step was claimed."""
+        """Run at most one step (or, running several at once, start what there is room for).
+        ``True`` when a step was claimed, or steps are still in flight."""
         now = self.clock()
         self.beat.tick(now)
         if self._last_sweep is None or (now - self._last_sweep).total_seconds() >= SWEEP_EVERY:
@@ -102,12 +143,46 @@ class Worker:
             self._last_sweep = now
         if not self.leases:
             return False
+        if self.slots is not None:
+            return self._start_what_fits(now, self.slots)
         shortest = min(self.leases.values())
         item = self.store.claim(self.id, now, shortest, list(self.leases), leases=self.leases)
         if item is None:
             return False
+        self.claims += 1
         self.process(item)
         return True
+
+    def _start_what_fits(self, now: datetime, slots: Slots) -> bool:
+        slots.raise_failure()
+        names, room = slots.room(list(self.leases))
+        claimed: list[Item] = []
+        if room > 0:
+            shortest = min(self.leases[name] for name in names)
+            leases = {name: self.leases[name] for name in names}
+            limit = min(room, self.batch)
+            if limit == 1:
+                one = self.store.claim(self.id, now, shortest, names, leases=leases)
+                claimed = [] if one is None else [one]
+            else:
+                claimed = self.store.claim_batch(
+                    self.id, now, shortest, names, leases=leases, limit=limit
+                )
+        for item in claimed:
+            self._counted("claims")
+            slots.start(item)
+        if claimed:
+            return True
+        if slots.in_flight:
+            slots.wait(0.05)  # a step that ends may have made its next step due at once
+            return True
+        return False
+
+    def close(self) -> None:
+        """Wait for every step in flight to end (a worker running several at once)."""
+        if self.slots is not None:
+            self.slots.drain()
+            self.slots.raise_failure()
 
     def sweep(self) -> int:
         """Move steps no claim may take any more (budget spent, revision lease expired)."""
@@ -121,7 +196,7 @@ class Worker:
             done = commit(self.store, decision, command=command.name, actor=self.id, now=now)
             if done.status is Committed.APPLIED:
                 moved += 1
-                self.transitions += 1
+                self._counted("transitions")
         return moved
 
     def process(self, item: Item) -> None:
@@ -131,11 +206,12 @@ class Worker:
         holder = LeaseHolder(item)
         lease = self.leases[item.automation]
         fields = {"item": item.id, "automation": item.automation, "worker": self.id}
+        if self.renewer is not None and self.renew:
+            renewal = self.renewer.holding(holder, lease)
+        else:
+            renewal = renewing(self.store, holder, lease, self.clock, enabled=self.renew)
         try:
-            with (
-                logs.context(**fields),
-                renewing(self.store, holder, lease, self.clock, enabled=self.renew),
-            ):
+            with logs.context(**fields), renewal:
                 # What was claimed must be what its history sealed (a later step of this chain
                 # starts from this worker's own commit, which needs no such check).
                 if not self.guard(holder, authority=False):
@@ -236,13 +312,13 @@ class Worker:
             if done.status is not Committed.CUT_OFF:
                 break  # (cut off before a commit that wrote nothing: decide again)
         if done.status is Committed.REFUSED:
-            self.refusals += 1
+            self._counted("refusals")
             if Reason.LEASE_LOST in decision.reasons:
                 raise LeaseLost(item.id)
         elif done.status is Committed.APPLIED:
             assert decision.after is not None
             holder.item = decision.after
-            self.transitions += 1
+            self._counted("transitions")
         elif done.status is Committed.LOST:
             self._lost(holder, command, policy, actors)
         _log_decision(command.name, item.id, done.status.name.lower(), decision)
@@ -266,7 +342,7 @@ class Worker:
         again = self._decide(holder.current(), command, policy, actors)
         if again.outcome is not Outcome.REFUSED:
             again = refused(holder.current(), [Reason.STALE_VERSION])
-        self.refusals += 1
+        self._counted("refusals")
         commit(self.store, again, command=command.name, actor=self.id, now=self.clock())
         raise LeaseLost(holder.item.id)
 
@@ -276,6 +352,8 @@ class Worker:
         is its head (the commit went through), ``None`` when the item is as it was (nothing
         was written), ``False`` when another write came first."""
         try:
+            if self.committer is not None:
+                return self.committer.apply(decision)
             return self.store.apply(decision)
         except self._unavailable as exc:
             log.warning("database lost committing %s (%s); reading it back", decision.item_id, exc)

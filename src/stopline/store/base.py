@@ -10,36 +10,26 @@ import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..core.canonical import format_time
 from ..core.decision import Decision
-from ..core.integrity import item_seal
 from ..core.ledger import (
     CREATE,
-    REGISTRY,
-    REGISTRY_KIND,
     ledger_kind,
     shard_of,
 )
 from ..core.records import Event, Item
-from ..core.registry import (
-    POLICY,
-    TOKEN_ISSUE,
-    TOKEN_REVOKE,
-)
-from .actors import SQLActors
-from .errors import SchemaMismatch, StoreError
+from .errors import StoreError
 from .heartbeats import SQLHeartbeats
 from .insights import SQLInsights
 from .outbox import SQLOutbox
 from .queries import load, migrations
+from .schema import SQLSchema
 
-INTEGRITY_MIGRATION = 4  # 0004_integrity: the ledger and seals (see _record_legacy)
 
-
-class SQLStore(SQLActors):
+class SQLStore(SQLSchema):
     """Everything but the driver: queries come from ``sql/<dialect>/queries.sql``."""
 
     def __init__(self, url: str) -> None:
@@ -49,82 +39,6 @@ class SQLStore(SQLActors):
         self.insights = SQLInsights(self)  # the ports beside the items-and-events protocol
         self.outbox = SQLOutbox(self)
         self.heartbeats = SQLHeartbeats(self)
-
-    # --- schema -----------------------------------------------------------------------------
-
-    @property
-    def known_version(self) -> int:
-        return self._migrations[-1][0]
-
-    def migrate(self) -> list[int]:
-        applied = []
-        for version, name, sql in self._migrations:
-            if self._apply_migration(version, name, sql):
-                applied.append(version)
-        return applied
-
-    def _after_migration(self, version: int, cur: Any) -> None:
-        """Data steps of a migration, run in its transaction (under its lock)."""
-        if version == INTEGRITY_MIGRATION:
-            self._record_legacy(cur)
-
-    def _record_legacy(self, cur: Any) -> None:
-        """Upgrading a database from before the ledger and seals: record what is there now, as
-        found, so that from here on every change to it is seen. Ledger entries are appended for
-        every item's creation and its people's events (grouped by item), a seal for each item
-        whose last event carries none, and a registry event for each token and policy."""
-        now = datetime.now(UTC)
-        cur.execute(self.q["list_actor_events"], {})
-        for position, row in enumerate(cur.fetchall(), start=1):
-            at = self._from_time(row["at"]) or now
-            self._append_ledger(cur, REGISTRY_KIND, REGISTRY, position, row["hash"], at)
-        cur.execute(self.q["all_items"], {})
-        items = [self._item(r) for r in cur.fetchall()]
-        for item in sorted(items, key=lambda i: (i.created_at, i.id)):
-            cur.execute(self.q["history"], {"id": item.id})
-            events = [self._event(r) for r in cur.fetchall()]
-            for event in events:
-                kind = ledger_kind(event)
-                if kind is not None:
-                    self._ledger_event(cur, kind, event)
-            if events and "seal" not in events[-1].digests:
-                cur.execute(
-                    self.q["insert_legacy_seal"],
-                    {
-                        "item_id": item.id,
-                        "head": events[-1].hash,
-                        "seal": item_seal(item),
-                        "at": self._time(now),
-                    },
-                )
-        cur.execute(self.q["list_tokens"], {})
-        for row in cur.fetchall():
-            self._append_registry(
-                cur, row["actor"], TOKEN_ISSUE, {"token": row["hash"], "upgrade": True}, now
-            )
-            if row["revoked_at"] is not None:
-                detail = {"tokens": [row["hash"]], "upgrade": True}
-                self._append_registry(cur, row["actor"], TOKEN_REVOKE, detail, now)
-        cur.execute(self.q["list_automations"], {})
-        for row in cur.fetchall():
-            detail = {
-                "version": row["version"],
-                "policy": self._from_json(row["policy"]),
-                "upgrade": True,
-            }
-            self._append_registry(cur, f"automation:{row['name']}", POLICY, detail, now)
-
-    def check_schema(self) -> None:
-        found = self.schema_version()
-        if found != self.known_version:
-            raise SchemaMismatch(
-                f"database schema is version {found}, this stopline knows {self.known_version}"
-                + (
-                    "; run `stopline migrate`"
-                    if found < self.known_version
-                    else "; upgrade stopline"
-                )
-            )
 
     # --- items ----------------------------------------------------------------------------------
 
@@ -222,6 +136,41 @@ class SQLStore(SQLActors):
             return False  # a concurrent write took the same idempotency key first
         return True
 
+    def apply_many(self, decisions: Sequence[Decision]) -> list[bool]:
+        """Write several applied decisions (of different items) in ONE transaction, each
+        guarded by its own compare-and-set: ``True`` for each written, ``False`` for each whose
+        item moved on first (that item only; the others still commit). A decision that appends
+        to the ledger, or a batch a statement fails in, is written one decision at a time."""
+        results: list[bool | None] = [None] * len(decisions)
+        grouped: list[tuple[int, dict[str, Any]]] = []
+        for n, decision in enumerate(decisions):
+            assert decision.event is not None
+            if ledger_kind(decision.event) is not None:
+                results[n] = self.apply(decision)
+            else:
+                grouped.append((n, self._apply_params(decision)))
+        if grouped:
+            try:
+                written = self._apply_grouped([params for _, params in grouped])
+            except self.integrity_errors:  # rolled back whole: one at a time, each on its own
+                written = [self.apply(decisions[n]) for n, _ in grouped]
+            for (n, _), ok in zip(grouped, written, strict=True):
+                results[n] = ok
+        return [bool(ok) for ok in results]
+
+    def _apply_grouped(self, rows: Sequence[dict[str, Any]]) -> list[bool]:
+        """One transaction: per row, the compare-and-set update and, when it took, the event."""
+        written = []
+        with self._write() as cur:
+            for params in rows:
+                cur.execute(self.q["update_item"], params)
+                if self._rowcount(cur) != 1:
+                    written.append(False)
+                    continue
+                cur.execute(self.q["insert_event"], params)
+                written.append(True)
+        return written
+
     def _apply_params(self, decision: Decision) -> dict[str, Any]:
         """The parameters of an applied decision: the new item, its event, the version guard."""
         before, after, event = decision.before, decision.after, decision.event
@@ -261,14 +210,38 @@ class SQLStore(SQLActors):
         leases: Mapping[str, float] | None = None,
     ) -> Item | None:
         params = self._claim_params(worker, now, lease_seconds, automations)
-        params["leases"] = None
-        if leases is not None:  # each automation's own lease, by the time it ends
-            ends = {name: format_time(now + timedelta(seconds=s)) for name, s in leases.items()}
-            params["leases"] = json.dumps(ends)
+        params["leases"] = self._leases_param(now, leases)
         with self._claiming() as cur:
             cur.execute(self.q["claim"], params)
             row = cur.fetchone()
         return None if row is None else self._item(row)
+
+    def claim_batch(
+        self,
+        worker: str,
+        now: datetime,
+        lease_seconds: float,
+        automations: Sequence[str] | None = None,
+        *,
+        leases: Mapping[str, float] | None = None,
+        limit: int = 1,
+    ) -> list[Item]:
+        """Up to ``limit`` claims in one statement, the most overdue first: each as
+        :meth:`claim` would take it (its attempt counted, its own new fencing token)."""
+        params = self._claim_params(worker, now, lease_seconds, automations)
+        params["leases"] = self._leases_param(now, leases)
+        params["limit"] = max(1, int(limit))
+        with self._claiming() as cur:
+            cur.execute(self.q["claim_batch"], params)
+            items = [self._item(row) for row in cur.fetchall()]
+        return sorted(items, key=lambda item: (item.next_eligible_at, item.id))
+
+    def _leases_param(self, now: datetime, leases: Mapping[str, float] | None) -> str | None:
+        if leases is None:
+            return None
+        # each automation's own lease, by the time it ends
+        ends = {name: format_time(now + timedelta(seconds=s)) for name, s in leases.items()}
+        return json.dumps(ends)
 
     def _claiming(self) -> AbstractContextManager[Any]:
         """Where the claim statement runs: a write transaction unless a dialect knows better."""

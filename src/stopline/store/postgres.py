@@ -162,6 +162,20 @@ class PostgresStore(SQLStore):
             return False  # a concurrent write took the same idempotency key (or event) first
         return row is not None and int(row["n"]) == 1
 
+    def _apply_grouped(self, rows: Sequence[dict[str, Any]]) -> list[bool]:
+        """One transaction, the statements pipelined: per row the one-statement write of
+        ``apply_decision`` (compare-and-set, then the event only when it took)."""
+        params = [{**row, "ikey": None, "command_digest": None, "decision": None} for row in rows]
+        written: list[bool] = []
+        with self._write() as cur:
+            cur.executemany(self.q["apply_decision"], params, returning=True)
+            while True:
+                row = cur.fetchone()
+                written.append(row is not None and int(row["n"]) == 1)
+                if not cur.nextset():
+                    break
+        return written
+
     @contextmanager
     def _write(self) -> Iterator[Any]:
         with self._connection() as conn, conn.transaction(), conn.cursor() as cur:

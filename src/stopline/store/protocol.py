@@ -113,6 +113,25 @@ class Store(Protocol):
         seconds for an item of automation ``name``, ``lease_seconds`` for one not named."""
         ...
 
+    def claim_batch(
+        self,
+        worker: str,
+        now: datetime,
+        lease_seconds: float,
+        automations: Sequence[str] | None = None,
+        *,
+        leases: Mapping[str, float] | None = None,
+        limit: int = 1,
+    ) -> list[Item]:
+        """Up to ``limit`` claims in one statement, each as :meth:`claim` takes one."""
+        ...
+
+    def apply_many(self, decisions: Sequence[Decision]) -> list[bool]:
+        """Several applied decisions of different items in one transaction, each guarded by its
+        own compare-and-set: per decision, ``True`` written or ``False`` another write came
+        first (that decision only; never the whole group)."""
+        ...
+
     def renew(self, item: Item, now: datetime, lease_seconds: float) -> bool: ...
 
     def sweepable(self, now: datetime, limit: int = 100) -> list[Item]: ...

@@ -41,6 +41,44 @@ WHERE id = (
 )
 RETURNING *;
 
+-- name: claim_batch
+-- The claim of up to :limit items at once (a worker that commits in groups): the same
+-- rules, the same columns, each claimed row with its own new fencing token. The rows are
+-- picked and locked in a CTE first, so SKIP LOCKED is evaluated once.
+WITH picked AS (
+    SELECT id FROM items
+    WHERE state_class = 'work'
+      -- the state itself, too: a class column edited by hand never makes a stop state work
+      AND state IN ('observing', 'classified', 'approved', 'delivering', 'pending_readback',
+                    'revision_prepared')
+      AND next_eligible_at <= :now
+      AND (lease_owner IS NULL OR lease_expires_at <= :now)
+      AND attempts < max_attempts
+      AND NOT (state = 'revision_prepared' AND lease_owner IS NOT NULL)
+      AND (CAST(:automations AS text[]) IS NULL
+           OR automation = ANY (CAST(:automations AS text[])))
+    ORDER BY next_eligible_at
+    LIMIT :limit
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE items SET
+    attempts = attempts + 1,
+    lease_token = lease_token + 1,
+    version = version + 1,
+    attempt_log = CASE WHEN lease_owner IS NULL THEN attempt_log
+        ELSE (attempt_log::jsonb || jsonb_build_array(jsonb_build_object(
+            'attempt', attempts, 'state', state, 'claimed_at', stopline_rfc3339(claimed_at),
+            'at', stopline_rfc3339(:now), 'worker', lease_owner, 'class', 'lease_expired',
+            'message', 'the lease expired before the worker recorded an outcome',
+            'outcome', 'abandoned')))::json END,
+    lease_owner = :worker,
+    lease_expires_at = COALESCE(
+        CAST(CAST(:leases AS jsonb) ->> automation AS timestamptz), :expires_at),
+    claimed_at = :now
+FROM picked
+WHERE items.id = picked.id
+RETURNING items.*;
+
 -- name: sweepable
 -- Steps that no claim may take any more: budget spent, or a revision whose lease ran out.
 SELECT * FROM items

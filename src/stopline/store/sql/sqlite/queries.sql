@@ -36,6 +36,39 @@ WHERE id = (
 )
 RETURNING *;
 
+-- name: claim_batch
+-- The claim of up to :limit items at once (a worker that commits in groups): the same
+-- rules, the same columns, each claimed row with its own new fencing token.
+UPDATE items SET
+    attempts = attempts + 1,
+    lease_token = lease_token + 1,
+    version = version + 1,
+    attempt_log = CASE WHEN lease_owner IS NULL THEN attempt_log ELSE json_insert(
+        attempt_log, '$[#]', json_object(
+            'attempt', attempts, 'state', state, 'claimed_at', claimed_at, 'at', :now,
+            'worker', lease_owner, 'class', 'lease_expired',
+            'message', 'the lease expired before the worker recorded an outcome',
+            'outcome', 'abandoned')) END,
+    lease_owner = :worker,
+    lease_expires_at = COALESCE(
+        (SELECT value FROM json_each(:leases) WHERE key = items.automation), :expires_at),
+    claimed_at = :now
+WHERE id IN (
+    SELECT id FROM items
+    WHERE state_class = 'work'
+      -- the state itself, too: a class column edited by hand never makes a stop state work
+      AND state IN ('observing', 'classified', 'approved', 'delivering', 'pending_readback',
+                    'revision_prepared')
+      AND next_eligible_at <= :now
+      AND (lease_owner IS NULL OR lease_expires_at <= :now)
+      AND attempts < max_attempts
+      AND NOT (state = 'revision_prepared' AND lease_owner IS NOT NULL)
+      AND (:automations IS NULL OR automation IN (SELECT value FROM json_each(:automations)))
+    ORDER BY next_eligible_at
+    LIMIT :limit
+)
+RETURNING *;
+
 -- name: sweepable
 -- Steps that no claim may take any more: budget spent, or a revision whose lease ran out.
 SELECT * FROM items

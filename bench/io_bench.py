@@ -1,0 +1,145 @@
+"""The IO-bound path: items whose one hook waits 50 ms, at concurrency 1 / 10 / 50.
+
+stopline: one worker process with ``concurrency=C`` and ``batch=C`` drains N items of
+``io_app`` (observe waits 50 ms, propose stops the item for review: two transitions per item).
+The peers drain N jobs that each wait 50 ms (``peers.py`` with ``wait``), one worker process
+at the same concurrency. The ideal is C / 50 ms items per second; every row carries its ratio
+to that ideal (``ideal_ratio``). At concurrency 1 fewer items keep the run short
+(``cfg.io_items_serial``).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+from common import (
+    BenchConfig,
+    Row,
+    make_row,
+    short_error,
+    temp_database,
+    temp_sqlite_dir,
+    url_for,
+)
+
+WAIT = 0.05
+CONCURRENCIES = (1, 10, 50)
+
+
+def items_for(cfg: BenchConfig, concurrency: int) -> int:
+    return cfg.io_items_serial if concurrency == 1 else cfg.io_items
+
+
+def _prepare(url: str, n: int) -> None:
+    import io_app
+
+    from stopline.core.commands import Discover
+    from stopline.core.decide import decide
+    from stopline.core.step import Context
+    from stopline.runtime.scheduler import Scheduler, new_item_id
+    from stopline.store import open_store
+
+    store = open_store(url)
+    Scheduler(store, io_app.app_async).register()
+    policy = io_app.app_async.automations[0].policy
+    now = datetime.now(UTC)
+    for i in range(n):
+        d = decide(None, Discover(new_item_id(), "io", f"k{i}", {}), Context(now, policy))
+        store.insert(d)
+    store.close()
+
+
+def _drain(
+    url: str, kind: str, n: int, concurrency: int, start: mp.synchronize.Event, out: mp.Queue[int]
+) -> None:
+    import io_app
+
+    from stopline.runtime.worker import Worker
+    from stopline.store import open_store
+
+    app = io_app.app_async if kind == "async" else io_app.app_thread
+    store = open_store(url, migrate=False)
+    worker = Worker(store, app, concurrency=concurrency, batch=concurrency)
+    start.wait()
+    while True:
+        if worker.tick():
+            continue
+        if len(store.list_items(state="ready_for_review", limit=n + 1)) >= n:
+            break
+        time.sleep(0.001)
+    worker.close()
+    out.put(worker.transitions)
+    store.close()
+
+
+def run_once(cfg: BenchConfig, url: str, label: str, kind: str, concurrency: int) -> Row:
+    """One drain, as a row; a failure (a worker that died, the server gone) is an n/a row."""
+    try:
+        return _run_once(cfg, url, label, kind, concurrency)
+    except Exception as exc:
+        n = items_for(cfg, concurrency)
+        return make_row(
+            scenario=f"io 50ms: stopline ({kind} hooks)",
+            store=label,
+            workers=1,
+            concurrency=concurrency,
+            items=n,
+            ops=n,
+            unit="items",
+            seconds=None,
+            error=short_error(exc) or type(exc).__name__,
+        )
+
+
+def _run_once(cfg: BenchConfig, url: str, label: str, kind: str, concurrency: int) -> Row:
+    n = items_for(cfg, concurrency)
+    _prepare(url, n)
+    ctx = mp.get_context("spawn")
+    start = ctx.Event()
+    out: mp.Queue[int] = ctx.Queue()
+    proc = ctx.Process(target=_drain, args=(url, kind, n, concurrency, start, out))
+    proc.start()
+    time.sleep(1.0)  # let the process import and connect before the clock starts
+    t0 = time.perf_counter()
+    start.set()
+    proc.join(timeout=cfg.scenario_timeout)
+    seconds = time.perf_counter() - t0
+    if proc.is_alive():
+        proc.kill()
+        proc.join(5)
+    transitions = out.get(timeout=5) if proc.exitcode == 0 else 0
+    from stopline.store import open_store
+
+    store = open_store(url, migrate=False)
+    done = len(store.list_items(state="ready_for_review", limit=n + 1))
+    store.close()
+    error = None if done == n else f"only {done} of {n} items reviewed"
+    ideal = concurrency / WAIT
+    return make_row(
+        scenario=f"io 50ms: stopline ({kind} hooks)",
+        store=label,
+        workers=1,
+        concurrency=concurrency,
+        items=n,
+        ops=n,
+        unit="items",
+        seconds=seconds,
+        error=error,
+        ideal_rate=ideal,
+        ideal_ratio=round(n / seconds / ideal, 3) if seconds else None,
+        batch=concurrency,
+        transitions=transitions,
+    )
+
+
+def rows(cfg: BenchConfig) -> Iterator[Row]:
+    for c in CONCURRENCIES:
+        for kind in ("async", "thread"):
+            with temp_database(cfg.pg_admin_dsn, "io") as name:
+                yield run_once(cfg, url_for(cfg.pg_admin_dsn, name), "postgres", kind, c)
+        with temp_sqlite_dir(cfg, "io") as folder:
+            url = f"sqlite:///{folder / 'bench.db'}"
+            yield run_once(cfg, url, "sqlite sync=FULL", "async", c)

@@ -1,0 +1,84 @@
+"""The ratios the bench prints under its table, all within one run (the same machine, the
+same load): stopline against the raw loop and the peers, and the IO-bound path against its
+ideal (C / 50 ms)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from common import Row
+
+
+def _rate(rows: Iterable[Row], **match: object) -> float | None:
+    for r in rows:
+        if all(r.get(k) == v for k, v in match.items()) and r.get("rate") is not None:
+            return float(r["rate"])
+    return None
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "n/a" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
+
+
+def lines(rows: list[Row]) -> list[str]:
+    out: list[str] = []
+    raw_label = {"sqlite sync=FULL": "sqlite sync=FULL", "sqlite sync=NORMAL": "sqlite sync=NORMAL"}
+    stores = sorted({str(r["store"]) for r in rows if str(r["scenario"]).startswith("stopline")})
+    workers = sorted({int(r["workers"]) for r in rows if r["scenario"] == "stopline"})
+    pgq = _rate(rows, scenario="pgqueuer", concurrency=10)
+    out.append("no-op path, transitions/s against the raw loop's steps/s (same store, workers):")
+    for store in stores:
+        raw_store = raw_label.get(store, store)
+        for w in workers:
+            raw = _raw(rows, raw_store, w)
+            cells = []
+            for r in rows:
+                name = str(r["scenario"])
+                if r["store"] == store and r["workers"] == w and name.startswith("stopline"):
+                    batch = r["details"].get("batch", 1)
+                    cell = f"batch {batch}: {_ratio(r.get('rate'), raw)}"
+                    if store == "postgres":
+                        cell += f" (vs pgqueuer batched {_ratio(r.get('rate'), pgq)})"
+                    cells.append(cell)
+            if cells:
+                out.append(f"  {store}, {w} worker(s): " + "; ".join(cells))
+    io = [r for r in rows if str(r["scenario"]).startswith("io 50ms")]
+    if io:
+        out.append("IO-bound path (hooks wait 50 ms), items/s against the ideal C / 50 ms:")
+        for c in sorted({int(r["concurrency"]) for r in io}):
+            cells = []
+            peers = {
+                str(r["scenario"]).split(": ", 1)[1]: r.get("rate")
+                for r in io
+                if r["concurrency"] == c and "stopline" not in str(r["scenario"])
+            }
+            for r in io:
+                if r["concurrency"] != c:
+                    continue
+                ratio = r["details"].get("ideal_ratio")
+                name = str(r["scenario"]).split(": ", 1)[1]
+                where = f" {r['store']}" if "stopline" in name else ""
+                cells.append(f"{name}{where} {'n/a' if ratio is None else f'{ratio:.0%}'}")
+            out.append(f"  C={c}: " + "; ".join(cells))
+            for r in io:
+                if r["concurrency"] == c and "stopline" in str(r["scenario"]):
+                    vs = ", ".join(
+                        f"{p} {_ratio(r.get('rate'), rate)}" for p, rate in peers.items()
+                    )
+                    name = str(r["scenario"]).split(": ", 1)[1]
+                    out.append(f"    {name} {r['store']} vs {vs}")
+    return out
+
+
+def _raw(rows: Iterable[Row], store: str, workers: int) -> float | None:
+    for r in rows:
+        if r["scenario"] != "raw" and not str(r["scenario"]).startswith("raw"):
+            continue
+        details = r.get("details", {})
+        if r["workers"] != workers:
+            continue
+        if store == "postgres" and details.get("pg_outcome") == "cte":
+            return float(r["rate"]) if r.get("rate") is not None else None
+        if store.startswith("sqlite") and details.get("sqlite_sync") == store.split("=")[1]:
+            return float(r["rate"]) if r.get("rate") is not None else None
+    return None
