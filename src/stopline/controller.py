@@ -36,6 +36,7 @@ from .core.commands import (
 from .core.decide import decide
 from .core.decision import Decision, Outcome, refused
 from .core.integrity import head_findings
+from .core.limits import text_problem
 from .core.ledger import item_ledger_findings
 from .core.policy import Policy
 from .core.reasons import Reason
@@ -89,6 +90,8 @@ class Controller(Registrar):
 
     def item(self, ref: str) -> Item | None:
         """An item by id, or by ``AUTOMATION/KEY``."""
+        if text_problem(ref) is not None:
+            return None  # no item's id or key holds what is not valid text (nor is it sent on)
         found = self.store.get(ref)
         if found is None and "/" in ref:
             automation, _, key = ref.partition("/")
@@ -104,6 +107,8 @@ class Controller(Registrar):
             command_digest = digest({"item": item.id if item else ref, **command.to_plain()})
         except (CanonicalError, TypeError, ValueError):
             # input with no canonical form (NaN, an integer beyond 2**53, a lone surrogate)
+            return self._commit(refused(item, [Reason.INVALID_INPUT], ref), command, now).decision
+        if idempotency_key and text_problem(idempotency_key) is not None:
             return self._commit(refused(item, [Reason.INVALID_INPUT], ref), command, now).decision
         if idempotency_key:
             seen = self.store.idempotency(idempotency_key)
@@ -134,6 +139,8 @@ class Controller(Registrar):
         self, decision: Decision, command: Command, now: datetime, write: Writer | None = None
     ) -> Commit:
         actor = command.actor if isinstance(command, ActorCommand) else None
+        if actor is not None and text_problem(actor) is not None:
+            actor = None  # not valid text: no registered actor, and no column holds it
         return commit(self.store, decision, command=command.name, actor=actor, now=now, write=write)
 
     def preview(self, ref: str, command: Command) -> Decision:
