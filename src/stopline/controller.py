@@ -36,8 +36,8 @@ from .core.commands import (
 from .core.decide import decide
 from .core.decision import Decision, Outcome, refused
 from .core.integrity import head_findings
-from .core.limits import text_problem
 from .core.ledger import item_ledger_findings
+from .core.limits import text_problem
 from .core.policy import Policy
 from .core.reasons import Reason
 from .core.records import Actor, Item
