@@ -87,6 +87,15 @@ def tally(target: str, record_property: Callable[[str, Any], None]) -> Iterator[
         record_property("fuzz", asdict(found))
 
 
+def shown(value: Any, size: int = 300) -> str:
+    """``repr(value)`` cut to ``size``, for any value (an int of 5,000 digits has no repr)."""
+    try:
+        text = repr(value)
+    except Exception as exc:
+        text = f"<{type(value).__name__}: {type(exc).__name__}>"
+    return text if len(text) <= size else text[:size] + "..."
+
+
 # --- the database before and after ----------------------------------------------------------
 
 
@@ -219,6 +228,7 @@ __all__ = [
     "hostile_texts",
     "int_texts",
     "json_texts",
+    "shown",
     "snapshot",
     "tally",
 ]
