@@ -101,7 +101,9 @@ def test_the_command_layer_answers_hostile_bodies(
                 fields, problems = validate(entry, body)
                 done = None
                 if not problems:
-                    done = perform(Controller(store, trust=None), entry, ref, actor=actor, fields=fields)
+                    done = perform(
+                        Controller(store, trust=None), entry, ref, actor=actor, fields=fields
+                    )
             except Exception as exc:
                 t.crash(f"{what} raised {type(exc).__name__}: {exc}")
             finally:

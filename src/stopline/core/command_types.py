@@ -15,9 +15,11 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
+from . import commands
 from .commands import Command
 
 Check = typing.Callable[[Any], bool]
+_CORE = __name__.rpartition(".")[0] + "."  # stopline.core.
 
 
 def _text(value: Any) -> bool:
@@ -40,6 +42,10 @@ def _texts(value: Any) -> bool:
     return isinstance(value, tuple | list) and all(isinstance(v, str) for v in value)
 
 
+def _record(kind: type) -> Check:
+    return lambda value: isinstance(value, kind)
+
+
 _PLAIN: dict[str, Check] = {
     "str": _text,
     "bool": _flag,
@@ -49,13 +55,23 @@ _PLAIN: dict[str, Check] = {
 }
 
 
+def _instances(kind: type) -> Check:
+    return lambda value: isinstance(value, tuple | list) and all(isinstance(v, kind) for v in value)
+
+
 def _check_of(annotation: str) -> Check | None:
-    """The check of a declared type written as ``annotation``, or ``None`` (not held here)."""
+    """The check of a declared type written as ``annotation``, or ``None`` (not held here):
+    the plain types above, and the core's own records (``Finding``, ``Observed``), alone or as
+    ``tuple[X, ...]``."""
     optional = annotation.endswith(" | None")
     base = annotation.removesuffix(" | None")
     check = _PLAIN.get(base)
     if check is None:
-        return None
+        inner = base.removeprefix("tuple[").removesuffix(", ...]")
+        record = getattr(commands, inner, None)
+        if not isinstance(record, type) or not record.__module__.startswith(_CORE):
+            return None
+        check = _instances(record) if inner != base else _record(record)
     if optional:
         return lambda value: value is None or check(value)
     return check
@@ -75,4 +91,3 @@ def _checks(kind: type[Command]) -> tuple[tuple[str, Check], ...]:
 def wrong_types(command: Command) -> list[str]:
     """The fields of ``command`` whose values are not of their declared types."""
     return [name for name, check in _checks(type(command)) if not check(getattr(command, name))]
-
