@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import typing
 from collections.abc import Mapping
-from functools import cache
 from typing import Any
 
 from . import commands
@@ -77,15 +76,21 @@ def _check_of(annotation: str) -> Check | None:
     return check
 
 
-@cache
+_KNOWN: dict[type, tuple[tuple[str, Check], ...]] = {}
+
+
 def _checks(kind: type[Command]) -> tuple[tuple[str, Check], ...]:
+    known = _KNOWN.get(kind)
+    if known is not None:
+        return known
     found = []
     for f in dataclasses.fields(kind):
         annotation = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
         check = _check_of(annotation)
         if check is not None:
             found.append((f.name, check))
-    return tuple(found)
+    _KNOWN[kind] = tuple(found)
+    return _KNOWN[kind]
 
 
 def wrong_types(command: Command) -> list[str]:
