@@ -166,6 +166,19 @@ def hostile_texts() -> st.SearchStrategy[str]:
     return st.one_of(st.text(max_size=20), from_bytes, surrogate_strings, edge_texts, long_texts)
 
 
+def wire(text: str) -> bytes:
+    """The bytes a client sends for ``text``: UTF-8, with ``\\udc80``-``\\udcff`` back as the
+    bytes they stood for (argv's surrogateescape) and any other lone surrogate as its invalid
+    three-byte form."""
+    out = bytearray()
+    for char in text:
+        if 0xDC80 <= ord(char) <= 0xDCFF:
+            out.append(ord(char) - 0xDC00)
+        else:
+            out += char.encode("utf-8", "surrogatepass")
+    return bytes(out)
+
+
 def _as_text(raw: str | bytes) -> str:
     return raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else raw
 
@@ -231,4 +244,5 @@ __all__ = [
     "shown",
     "snapshot",
     "tally",
+    "wire",
 ]
