@@ -115,7 +115,7 @@ def test_hostile_hook_outputs_are_recorded_failures_and_the_worker_goes_on(
     try:
         with tally("hook outputs: real worker", record_property) as t:
 
-            @fuzz_settings(weight=4)
+            @fuzz_settings(weight=2)
             @given(
                 output=hostile_outputs(),
                 extra_keys=st.lists(hostile_texts() | hostile_values(), max_size=2),
