@@ -53,6 +53,18 @@ def fuzz_settings(weight: float = 1.0) -> settings:
     return settings(base, max_examples=max(1, round(examples * weight)))
 
 
+def asgi_client(app: Any) -> Any:
+    """Starlette's ``TestClient`` for ``app`` (server errors as 500 answers, no redirects
+    followed), imported without its warning that it prefers httpx2 to the dev extra's httpx."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+
+    return TestClient(app, raise_server_exceptions=False, follow_redirects=False)
+
+
 # --- the tally of one fuzz test ---------------------------------------------------------------
 
 
@@ -235,6 +247,7 @@ __all__ = [
     "SLOW",
     "Snapshot",
     "Tally",
+    "asgi_client",
     "changes",
     "deep",
     "fuzz_settings",

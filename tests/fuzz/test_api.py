@@ -11,7 +11,6 @@ writes not even that.
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from .conftest import PEOPLE, DemoTemplate
-from .kit import changes, fuzz_settings, shown, snapshot, tally, wire
+from .kit import asgi_client, changes, fuzz_settings, shown, snapshot, tally, wire
 
 schemathesis = pytest.importorskip(
     "schemathesis", reason="schemathesis is not installed (dev extra)"
@@ -96,14 +95,10 @@ def test_the_api_refuses_hostile_json_text_in_one_answer(
 ) -> None:
     """Raw bodies schemathesis does not write (NaN, 1e999, 600-deep, a lone surrogate, bytes
     that are not UTF-8) on every command route: 4xx with a JSON error, nothing written."""
-    with warnings.catch_warnings():  # starlette asks for httpx2; the dev extra has httpx
-        warnings.simplefilter("ignore")
-        from starlette.testclient import TestClient
-
     from .kit import json_texts
 
     url = demo_db.copy(tmp_path)
-    client = TestClient(create_app(url), raise_server_exceptions=False)
+    client = asgi_client(create_app(url))
     client.headers["Authorization"] = f"Bearer {demo_db.tokens['carol']}"
     routes = [
         r["path"] if isinstance(r, dict) else r

@@ -11,17 +11,12 @@ accepted form redirects (303).
 from __future__ import annotations
 
 import re
-import warnings
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote_from_bytes
 
 from hypothesis import given
 from hypothesis import strategies as st
-
-with warnings.catch_warnings():  # starlette asks for httpx2; httpx is what the dev extra has
-    warnings.simplefilter("ignore")
-    from starlette.testclient import TestClient
 
 from stopline.commands.entry import Shell
 from stopline.commands.fields import Type
@@ -30,6 +25,7 @@ from stopline.http.app import create_app
 
 from .conftest import PEOPLE, DemoTemplate
 from .kit import (
+    asgi_client,
     changes,
     fuzz_settings,
     hostile_texts,
@@ -46,7 +42,7 @@ CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 SHOWN = {422: 'data-testid="problems"', 409: 'data-testid="refusal"'}
 
 
-def signed_in(client: TestClient, token: str) -> str:
+def signed_in(client: Any, token: str) -> str:
     """Sign ``client`` in with ``token``; the session's CSRF token."""
     page = client.get("/signin")
     csrf = CSRF.search(page.text)
@@ -106,7 +102,7 @@ def test_web_forms_answer_hostile_fields(
     app = create_app(url)
     clients = {}
     for person in PEOPLE:
-        client = TestClient(app, raise_server_exceptions=False, follow_redirects=False)
+        client = asgi_client(app)
         clients[person] = (client, signed_in(client, demo_db.tokens[person]))
     items = sorted({ref for ref in demo_db.refs if ref.startswith("itm_")})
 
