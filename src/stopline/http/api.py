@@ -30,6 +30,7 @@ from .state import Shared, shared
 STATES = [s.value for s in State]
 CLASSES = [c.value for c in StateClass]
 MAX_LIMIT = 1000
+FILTERS = ("state", "state_class", "automation", "key", "overdue", "sort", "limit")
 ITEM_PATTERN = "^[A-Za-z0-9_@:-][A-Za-z0-9_.@:-]{0,199}$"
 ITEM_RE = re.compile(ITEM_PATTERN)
 
@@ -81,6 +82,8 @@ def parse_filters(params: Any) -> tuple[dict[str, Any], list[str]]:
     """Query filters of the item list, validated (every problem listed)."""
     problems: list[str] = []
     out: dict[str, Any] = {"limit": MAX_LIMIT, "sort": "oldest"}
+    for name in sorted(set(params.keys()) - set(FILTERS)):  # a typo never lists everything
+        problems.append(f"unknown filter {name[:40]!r}; the filters are {', '.join(FILTERS)}")
     for name in ("automation", "key"):
         value = params.get(name)
         if value:
