@@ -13,7 +13,9 @@
 6. a discovery listing an integer of 5,000 digits (or an object whose ``str()`` raises) killed
    the scheduler of ``stopline run``;
 7. ``GET /api/items?overdue=`` answered 200 where the OpenAPI document allowed no empty
-   value (the filter was documented, not the behaviour: an empty filter is no filter).
+   value (the filter was documented, not the behaviour: an empty filter is no filter);
+8. ``GET /api/items?stat=exhausted`` (a mistyped filter) listed every item: an unknown filter
+   is now 422.
 """
 
 from __future__ import annotations
@@ -194,3 +196,14 @@ def test_7_an_empty_list_filter_is_documented_as_no_filter() -> None:
         } in schema.get("anyOf", [])
         assert takes_empty, p["name"]
         assert "empty: no filter" in p["description"]
+
+
+def test_8_an_unknown_filter_is_422(demo_db: DemoTemplate, tmp_path: Path, clean_env: None) -> None:
+    from stopline.http.app import create_app
+
+    client = asgi_client(create_app(demo_db.copy(tmp_path)))
+    client.headers["Authorization"] = f"Bearer {demo_db.tokens['dana']}"
+    response = client.get("/api/items", params={"stat": "exhausted"})
+    assert response.status_code == 422, response.text
+    assert "unknown filter 'stat'" in response.json()["problems"][0]
+    assert client.get("/api/items", params={"state": "exhausted", "overdue": ""}).status_code == 200
