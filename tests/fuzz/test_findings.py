@@ -15,7 +15,9 @@
 7. ``GET /api/items?overdue=`` answered 200 where the OpenAPI document allowed no empty
    value (the filter was documented, not the behaviour: an empty filter is no filter);
 8. ``GET /api/items?stat=exhausted`` (a mistyped filter) listed every item: an unknown filter
-   is now 422.
+   is now 422;
+9. a form whose CSRF field (or a session cookie) held a character beyond ASCII was a 500: the
+   comparison of MACs refused the text; now it is a form that was not sent by the page (403).
 """
 
 from __future__ import annotations
@@ -207,3 +209,28 @@ def test_8_an_unknown_filter_is_422(demo_db: DemoTemplate, tmp_path: Path, clean
     assert response.status_code == 422, response.text
     assert "unknown filter 'stat'" in response.json()["problems"][0]
     assert client.get("/api/items", params={"state": "exhausted", "overdue": ""}).status_code == 200
+
+
+def test_9_a_csrf_token_beyond_ascii_is_a_refused_form_not_a_500(
+    demo_db: DemoTemplate, tmp_path: Path, clean_env: None
+) -> None:
+    from stopline.http.app import create_app
+    from stopline.http.signing import Signer
+
+    from .test_web import signed_in
+
+    url = demo_db.copy(tmp_path)
+    client = asgi_client(create_app(url))
+    signed_in(client, demo_db.tokens["alice"])
+    item = demo_db.refs[0]
+    before = snapshot(url)
+    response = client.post(
+        f"/items/{item}/close",
+        content=b"csrf=%C2%80&reason=r",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    assert response.status_code == 403, response.text[:300]
+    assert changes(before, snapshot(url), audit=False) is None
+    signer = Signer("secret", "session")
+    assert signer.check("sid", "\x80") is False
+    assert signer.unsign("\u00e9.\u00e9", 3600) is None

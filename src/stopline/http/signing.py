@@ -39,6 +39,8 @@ class Signer:
         return f"{body}.{self.mac(body)}"
 
     def unsign(self, value: str, max_age: float, now: float | None = None) -> dict[str, Any] | None:
+        if not value.isascii():  # a MAC is ASCII; compare_digest refuses other text (a 500)
+            return None
         body, sep, mac = value.partition(".")
         if not sep or len(value) > 4096 or not hmac.compare_digest(self.mac(body), mac):
             return None
@@ -52,4 +54,5 @@ class Signer:
         return doc if 0 <= age <= max_age else None
 
     def check(self, message: str, mac: str) -> bool:
-        return bool(mac) and hmac.compare_digest(self.mac(message), mac)
+        """Whether ``mac`` (what a client sent: any text) is the MAC of ``message``."""
+        return bool(mac) and mac.isascii() and hmac.compare_digest(self.mac(message), mac)
