@@ -105,8 +105,9 @@ class Controller(Registrar):
         item = self.item(ref)
         try:
             command_digest = digest({"item": item.id if item else ref, **command.to_plain()})
-        except (CanonicalError, TypeError, ValueError):
-            # input with no canonical form (NaN, an integer beyond 2**53, a lone surrogate)
+        except (CanonicalError, TypeError, ValueError, RecursionError):
+            # input with no canonical form (NaN, an integer beyond 2**53, a lone surrogate, a
+            # value nested deeper than a command's copy of it can follow)
             return self._commit(refused(item, [Reason.INVALID_INPUT], ref), command, now).decision
         if idempotency_key and text_problem(idempotency_key) is not None:
             return self._commit(refused(item, [Reason.INVALID_INPUT], ref), command, now).decision

@@ -9,7 +9,8 @@
    fact (exit 3, HTTP 409, an audit row): now the table's check refuses it (exit 2, HTTP 422);
 4. ``perform()`` without an actor raised ``ValueError``;
 5. a core command with values of the wrong types (``Reject(reason=None)``,
-   ``Close(integrity="0")``) raised ``AttributeError`` inside a rule;
+   ``Close(integrity="0")``) raised ``AttributeError`` inside a rule, and one holding a value
+   700 deep raised ``RecursionError`` before the core saw it;
 6. a discovery listing an integer of 5,000 digits (or an object whose ``str()`` raises) killed
    the scheduler of ``stopline run``;
 7. ``GET /api/items?overdue=`` answered 200 where the OpenAPI document allowed no empty
@@ -32,7 +33,7 @@ from stopline.commands.fields import check_value
 from stopline.commands.perform import perform
 from stopline.commands.table import COMMANDS
 from stopline.controller import Controller
-from stopline.core.commands import Close, Reject
+from stopline.core.commands import Close, Reconcile, Reject
 from stopline.core.decision import Outcome
 from stopline.core.reasons import Reason
 from stopline.http.openapi import document
@@ -40,6 +41,7 @@ from stopline.runtime.automation import App, Automation
 from stopline.runtime.outcomes import Evidence, NeedsEyes
 from stopline.runtime.scheduler import Scheduler
 from stopline.store import open_store
+from strategies import nest
 
 from .conftest import DemoTemplate
 from .kit import asgi_client, changes, snapshot
@@ -139,6 +141,7 @@ def test_4_perform_without_an_actor_is_a_problem(
 @pytest.mark.parametrize(
     "command",
     [
+        Reconcile(actor="alice", key="a", remote_id=nest(1, 700)),  # a RecursionError before
         Reject(actor="alice", reason=None),  # type: ignore[arg-type]
         Close(actor="carol", reason="r", integrity="0"),  # type: ignore[arg-type]
         Close(actor="carol", reason=["r"]),  # type: ignore[arg-type]
