@@ -156,6 +156,15 @@ def store(store_url: str) -> Iterator[Store]:
         opened.close()
 
 
+# --- the fuzz report (tests/fuzz): a plugin, so the xdist controller prints it too ----------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from fuzz_report import FuzzReport
+
+    config.pluginmanager.register(FuzzReport(), "stopline-fuzz-report")
+
+
 # --- the tamper catalogue's table (tests/integrity) ---------------------------------------
 # Here, not in tests/integrity/conftest.py: with ``pytest -n`` only the controller sees every
 # report, and it loads no conftest below this one.

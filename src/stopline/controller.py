@@ -16,6 +16,7 @@ from typing import Any
 from .clock import Clock, utcnow
 from .core.authorship import Author
 from .core.canonical import CanonicalError, digest
+from .core.command_types import wrong_types
 from .core.commands import (
     Acknowledge,
     ActorCommand,
@@ -39,6 +40,7 @@ from .core.decide import decide
 from .core.decision import Decision, Outcome, refused
 from .core.integrity import head_findings
 from .core.ledger import item_ledger_findings
+from .core.limits import text_problem
 from .core.policy import Policy
 from .core.reasons import Reason
 from .core.records import Actor, Item
@@ -91,6 +93,8 @@ class Controller(Registrar):
 
     def item(self, ref: str) -> Item | None:
         """An item by id, or by ``AUTOMATION/KEY``."""
+        if text_problem(ref) is not None:
+            return None  # no item's id or key holds what is not valid text (nor is it sent on)
         found = self.store.get(ref)
         if found is None and "/" in ref:
             automation, _, key = ref.partition("/")
@@ -103,9 +107,14 @@ class Controller(Registrar):
         now = self.clock()
         item = self.item(ref)
         try:
+            if wrong_types(command):  # a library caller's command: refused before any digest
+                raise TypeError("a value of the wrong type")
             command_digest = digest({"item": item.id if item else ref, **command.to_plain()})
-        except (CanonicalError, TypeError, ValueError):
-            # input with no canonical form (NaN, an integer beyond 2**53, a lone surrogate)
+        except (CanonicalError, TypeError, ValueError, RecursionError):
+            # input with no canonical form (NaN, an integer beyond 2**53, a lone surrogate, a
+            # value nested deeper than a command's copy of it can follow)
+            return self._commit(refused(item, [Reason.INVALID_INPUT], ref), command, now).decision
+        if idempotency_key and text_problem(idempotency_key) is not None:
             return self._commit(refused(item, [Reason.INVALID_INPUT], ref), command, now).decision
         if idempotency_key:
             seen = self.store.idempotency(idempotency_key)
@@ -136,6 +145,8 @@ class Controller(Registrar):
         self, decision: Decision, command: Command, now: datetime, write: Writer | None = None
     ) -> Commit:
         actor = command.actor if isinstance(command, ActorCommand) else None
+        if actor is not None and text_problem(actor) is not None:
+            actor = None  # not valid text: no registered actor, and no column holds it
         return commit(self.store, decision, command=command.name, actor=actor, now=now, write=write)
 
     def preview(self, ref: str, command: Command) -> Decision:

@@ -82,7 +82,9 @@ def http_markdown() -> str:
         "- `GET /api/me`: the actor, their roles, whether they may command.",
         "- `GET /api/items`: stopped and working items; filters `state`, `state_class`,"
         " `automation`, `key`, `overdue` (true/false), `sort` (oldest/newest), `limit` (1 to"
-        " 1000). Each row carries `why`, `next` (the commands to type) and `approvable`"
+        " 1000); an empty filter is no filter, and an unknown one is 422 (a mistyped filter"
+        " never lists everything). Each row carries `why`, `next` (the commands to type) and"
+        " `approvable`"
         " (`false`: a waiting proposal can never get its approvals; `null`: nothing waits).",
         "- `GET /api/items/{item}`: one item (`item` is its id or `AUTOMATION/KEY`), as `stopline"
         " show --json` prints it; a waiting proposal carries `outlook` (who may still approve,"

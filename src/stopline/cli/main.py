@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from .. import __version__, logs
+from ..core.limits import text_problem
 from ..logs import ENV_FORMAT as ENV_LOG_FORMAT
 from ..store import ENV_URL, Store, StoreError, database_url, open_store
 from ..trust.authority import TrustError
@@ -248,7 +249,29 @@ def open_for(args: argparse.Namespace) -> Store | None:
     return open_store(url, migrate=False, check=True, create=False, connect_timeout=CONNECT_TIMEOUT)
 
 
+def argv_problem(argv: Sequence[str]) -> str | None:
+    """Why an argument cannot be taken as text (a byte that is not UTF-8 arrives as a lone
+    surrogate, a NUL character), naming the flag it is the value of; ``None`` if none."""
+    for position, arg in enumerate(argv):
+        problem = text_problem(arg)
+        if problem is None:
+            continue
+        flag, equals, value = arg.partition("=")
+        if equals and flag.startswith("--") and text_problem(flag) is None:
+            return f"the value of {flag} is {text_problem(value)}"
+        before = argv[position - 1] if position else ""
+        if before.startswith("--") and text_problem(before) is None:
+            return f"the value of {before} is {problem}"
+        return f"argument {position + 1} is {problem}"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    problem = argv_problem(argv)
+    if problem is not None:  # malformed input: one line, exit 2, nothing opened or written
+        print(f"stopline: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

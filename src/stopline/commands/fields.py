@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from ..core import json_input, limits
+from ..core.limits import text_problem
 from ..core.records import Item
 
 MAX_TEXT = 10_000
@@ -111,6 +112,9 @@ def _text_problem(name: str, value: Any, limits: Limits) -> str | None:
         return f"{name} must be a string"
     if "\x00" in value:
         return f"{name} must not contain NUL characters"
+    not_text = text_problem(value)
+    if not_text is not None:
+        return f"{name} is {not_text}"
     if limits.max_length is not None and len(value) > limits.max_length:
         return f"{name} is longer than {limits.max_length} characters"
     if limits.not_blank and not value.strip():

@@ -112,6 +112,8 @@ def perform(
     options: RunOptions | None = None,
 ) -> Performed:
     """Resolve digest prefixes, run ``entry`` on item ``ref`` and explain the outcome."""
+    if entry.takes_actor and (not isinstance(actor, str) or not actor.strip()):
+        return Performed(None, problems=(f"{entry.name} needs an actor: nobody was named",))
     item = controller.item(ref) if any(f.bound for f in entry.fields) else None
     resolved, problems = resolve_digests(entry, item, fields)
     if problems:

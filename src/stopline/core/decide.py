@@ -21,6 +21,7 @@ from . import (
 )
 from .authorship import author_problems
 from .canonical import CanonicalError, canonical_json
+from .command_types import wrong_types
 from .commands import (
     Acknowledge,
     ActorCommand,
@@ -123,6 +124,9 @@ def decide(item: Item | None, command: Command, ctx: Context) -> Decision:
     ``item`` is ``None`` only for :class:`Discover` (or when the named item does not exist,
     which is refused ``unknown_item``). The decision says what to write; it writes nothing.
     """
+    if wrong_types(command):  # built by a caller that skipped the command table's checks
+        fallback_id = command.item_id if isinstance(command, Discover) else None
+        return refused(item, [Reason.INVALID_INPUT], fallback_id)
     try:
         fields = OUTSIDE_INPUT.get(type(command))
         if fields:

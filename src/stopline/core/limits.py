@@ -167,6 +167,24 @@ class _Path:
         return root + "".join(reversed(segments))
 
 
+def text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be stored as a plain text value (a name, a reference, a flag), or
+    ``None``: a lone surrogate (a byte that was not UTF-8, as Python hands it over from a
+    command line) is not valid Unicode, and a NUL character is refused by PostgreSQL's text
+    columns. Pure; never raises."""
+    if not isinstance(text, str):
+        return f"must be text, not {type(text).__name__}"
+    found = _SURROGATE.search(text)
+    if found is not None:
+        return (
+            f"not valid Unicode: a lone surrogate {show(found.group())} at position"
+            f" {found.start() + 1} (a byte that is not UTF-8?)"
+        )
+    if "\x00" in text:
+        return f"holds a NUL character at position {text.index(chr(0)) + 1}"
+    return None
+
+
 def show(text: str) -> str:
     """A string for a detail: short, ASCII, safe to print."""
     return ascii(text if len(text) <= 40 else text[:40] + "...")

@@ -30,6 +30,7 @@ from ..views import event_view, item_view, summary_view
 STATES = [s.value for s in State]
 CLASSES = [c.value for c in StateClass]
 MAX_LIMIT = 1000
+FILTERS = ("state", "state_class", "automation", "key", "overdue", "sort", "limit")
 
 
 def error(status: int, code: str, message: str, problems: list[str] | None = None) -> JSONResponse:
@@ -79,6 +80,8 @@ def parse_filters(params: Any) -> tuple[dict[str, Any], list[str]]:
     """Query filters of the item list, validated (every problem listed)."""
     problems: list[str] = []
     out: dict[str, Any] = {"limit": MAX_LIMIT, "sort": "oldest"}
+    for name in sorted(set(params.keys()) - set(FILTERS)):  # a typo never lists everything
+        problems.append(f"unknown filter {name[:40]!r}; the filters are {', '.join(FILTERS)}")
     for name in ("automation", "key"):
         value = params.get(name)
         if value:

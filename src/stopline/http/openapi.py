@@ -244,13 +244,18 @@ IDEMPOTENCY_PARAM = {
 }
 
 
+EMPTY = {"type": "string", "maxLength": 0}
+
+
 def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    """A filter of a list: an empty value (``?state=``, as a form sends "any") is the same as
+    leaving the filter out, so the schema takes it too."""
     return {
         "name": name,
         "in": "query",
         "required": False,
-        "description": description,
-        "schema": schema,
+        "description": f"{description} (empty: no filter)",
+        "schema": schema if schema.get("maxLength") is not None else {"anyOf": [schema, EMPTY]},
     }
 
 

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from ..clock import utcnow
 from ..core.commands import Discover
@@ -146,8 +147,14 @@ class Scheduler:
             log.exception("discovery of %s failed; nothing was written", automation.name)
             return fired
         for entry in found:
-            d = entry if isinstance(entry, Discovered) else Discovered(str(entry))
-            if not d.key or len(d.key) > MAX_KEY or "\x00" in d.key or outside_limits(d):
+            d = discovered(entry)
+            if (
+                d is None
+                or not d.key
+                or len(d.key) > MAX_KEY
+                or "\x00" in d.key
+                or outside_limits(d)
+            ):
                 fired.rejected += 1
                 continue
             item_id = new_item_id()
@@ -181,6 +188,17 @@ class Scheduler:
         )
         decision = decide(None, command, Context(now, automation.policy))
         return commit(self.store, decision, command=command.name, actor=SCHEDULER, now=now).status
+
+
+def discovered(entry: Any) -> Discovered | None:
+    """What discovery listed as a :class:`Discovered`, or ``None`` when it has no key as text
+    (a key that is not a string, an object whose ``str()`` raises, an integer of thousands of
+    digits): such an entry is rejected like a key beyond the limits, never a crash of ``run``."""
+    try:
+        found = entry if isinstance(entry, Discovered) else Discovered(str(entry))
+    except Exception:
+        return None
+    return found if isinstance(found.key, str) else None
 
 
 def outside_limits(found: Discovered) -> bool:

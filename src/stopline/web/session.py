@@ -39,7 +39,7 @@ def load(request: Request, s: Shared) -> Session:
     """The session the cookie holds; a missing, tampered, expired or malformed one is a new
     session (signed out)."""
     raw = request.cookies.get(COOKIE)
-    if not raw or len(raw) > MAX_COOKIE:
+    if not raw or len(raw) > MAX_COOKIE or not raw.isascii():  # a signed cookie is ASCII
         return Session.new()
     try:
         doc = s.sessions.loads(raw, max_age=MAX_AGE)
@@ -77,7 +77,9 @@ def csrf_token(s: Shared, session: Session) -> str:
 
 def csrf_ok(s: Shared, session: Session, value: str | None) -> bool:
     """The form's token is this session's (a fresh session has sent none yet)."""
-    return not session.fresh and bool(value) and s.csrf.verify_signature(session.sid, value or "")
+    if not value or not value.isascii():  # a signature is ASCII; other text is no token
+        return False
+    return not session.fresh and s.csrf.verify_signature(session.sid, value)
 
 
 def proxy_actor(request: Request, s: Shared) -> Actor | None:
