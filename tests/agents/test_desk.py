@@ -186,3 +186,32 @@ def test_stopline_mcp_refuses_to_speak_for_anyone_but_an_agent(lab: AgentLab) ->
     for args in (("--agent", "alice"), ("--agent", "nobody"), ()):
         done = lab.cli("mcp", *args, ok=(2,))
         assert "agent" in done.stderr
+
+
+def test_an_agent_notes_its_own_items_as_an_ai_and_nothing_else_moves(
+    opened: tuple[Store, Controller], lab: AgentLab
+) -> None:
+    """``add_note``: a comment in the history of the agent's own item, written as an AI with its
+    declared name and family; the state stays; another agent's item and bad bodies are refused
+    and write nothing; the store verifies clean."""
+    store, people = opened
+    desk = AgentDesk(store, AGENT)
+    made = desk.propose(AUTOMATION, "k-note", "restart", "x", {"n": 1}, {"seen": True})
+    ref = made.data["ref"]
+    before = people.item(ref)
+    assert before is not None
+    noted = desk.note(ref, "checked the dashboard twice", family="scripted")
+    assert noted.ok and noted.data["noted"], noted
+    after = people.item(ref)
+    assert after is not None and after.state == before.state and after.seq == before.seq + 1
+    last = store.history(after.id)[-1]
+    assert last.command == "note" and last.actor == AGENT
+    assert last.detail["author"] == {"kind": "ai", "name": AGENT, "family": "scripted"}
+    people.add_actor("other-bot", ["agent"])
+    assert AgentDesk(store, "other-bot").note(ref, "mine now").reasons == ("not_your_item",)
+    assert desk.note(ref, "   ").reasons == ("invalid_input",)
+    # a person's command stays forbidden to the agent: only the note is its own
+    refused = people.close(ref, actor=AGENT, reason="done")
+    assert refused.reasons == ("agent_forbidden",)
+    assert store.history(after.id)[-1].seq == last.seq
+    lab.cli("verify")

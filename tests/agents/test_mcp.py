@@ -36,6 +36,7 @@ PROPOSAL = {
 }
 EXPECTED_TOOLS = {
     "propose_action",
+    "add_note",
     "get_item",
     "list_items",
     "wait_for_decision",

@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from ..controller import Controller
+from ..core.authorship import Author, AuthorKind
 from ..core.commands import (
     Command,
     Delivered,
@@ -329,3 +331,17 @@ class AgentDesk(AgentSteps):
             found = decision.after
         decision = self._step(found, policy, lambda t: ReadBack(self.agent, t, readbacks={}))
         return self._answer(decision, State.COMPLETED)
+
+    def note(self, item: str, body: str, family: str = "unspecified", name: str = "") -> Answer:
+        """A comment on one of the agent's own items, written as an AI author (its declared name,
+        by default the agent's, and model family); nothing else about the item changes."""
+        found, problem = self._own(item)
+        if problem is not None:
+            return problem
+        assert found is not None
+        author = Author(AuthorKind.AI.value, name or self.agent, family)
+        controller = Controller(self.store, clock=self.clock, trust=self.trust)
+        decision = controller.note(found.id, actor=self.agent, body=body, author=author)
+        if decision.outcome is Outcome.REFUSED:
+            return refusal(list(decision.reasons), item=found.id)
+        return Answer(True, {"item": found.id, "noted": decision.outcome is Outcome.APPLIED})

@@ -171,4 +171,31 @@ AGENT_ENTRIES: tuple[AgentEntry, ...] = (
     ),
 )
 
+AGENT_ENTRIES += (
+    AgentEntry(
+        "add_note",
+        "Add a comment to one of the agent's own items (its account of the work); the item's"
+        " state and everything else stay as they are. Recorded as written by an AI, with the"
+        " declared name and model family, as data and never as authority.",
+        (
+            ITEM,
+            _text("body", "the comment", REASON),
+            _text(
+                "family",
+                "the model family the agent declares (default: unspecified)",
+                Limits(max_length=200),
+                required=False,
+            ),
+            _text(
+                "name",
+                "the name the agent declares (default: its actor name)",
+                Limits(max_length=200),
+                required=False,
+            ),
+        ),
+        "note",
+        writes=True,
+    ),
+)
+
 AGENT_COMMANDS: Mapping[str, AgentEntry] = {e.name: e for e in AGENT_ENTRIES}

@@ -27,7 +27,7 @@ from .policy import PUBLISH, Policy
 from .reasons import Reason
 from .records import Item
 from .states import DELIVERED_STATES, State
-from .step import OPERATOR, Context, actor_reasons, legal, legal_any
+from .step import AGENT, OPERATOR, Context, actor_reasons, legal, legal_any
 from .transitions import TABLE, By, Cmd
 
 
@@ -155,12 +155,21 @@ def participant_roles(item: Item, policy: Policy) -> frozenset[str]:
     return found | (_proposal_roles(item) if item.doc("proposal") is not None else frozenset())
 
 
+def own_agent_item(item: Item, actor: str, ctx: Context) -> bool:
+    """An active agent on an item it started itself: the one people's command it may give is a
+    note (its own account of the work); every other one is refused ``agent_forbidden``."""
+    found = ctx.actor(actor)
+    return found is not None and AGENT in found.roles and item.doc("agent") == actor
+
+
 def actor_part(item: Item, cmd: Cmd, actor: str, ctx: Context, policy: Policy) -> list[str]:
     """Why ``actor`` may not run ``cmd`` on ``item``: unknown, revoked, or no role for it."""
     authority = AUTHORITY[cmd]
     if authority is Authority.ANYONE:
         return []
     if authority is Authority.PARTICIPANT:
+        if own_agent_item(item, actor, ctx):
+            return []
         return actor_reasons(ctx, actor, participant_roles(item, policy))
     if authority is Authority.APPROVER:
         proposal = item.doc("proposal")
