@@ -13,7 +13,7 @@ import httpx
 
 from helpers import T0, discover, stop_in_exception
 from stopline.controller import Controller
-from stopline.store import open_store
+from stopline.store import open_store, raw
 from stopline.store.insights import StopQuery
 from stopline.web import present
 
@@ -327,3 +327,31 @@ def test_the_inbox_on_each_store(demo_url: str, start_server: Callable[..., Serv
     assert total(browser.get("/inbox", params={"mine": "1"}).text) == 7
     viewer = sign_in(server, found.tokens["dana"])
     assert total(viewer.get("/inbox", params={"mine": "1"}).text) == 0
+
+
+def test_the_inbox_says_whether_any_worker_is_live(demo: Demo, live: Server) -> None:
+    """With no heartbeat the inbox says that approved work waits for nobody; a fresh heartbeat
+    is a live worker, an old one a stale worker (the same rule as `stopline workers`)."""
+    store = open_store(demo.url)
+    try:
+        token = Controller(store).new_token("alice")
+        with raw.writing(store) as cur:  # the demo's own workers have ended: forget them
+            cur.execute("DELETE FROM worker_heartbeats")
+    finally:
+        store.close()
+    assert token is not None
+    browser = sign_in(live, token)
+    page = browser.get("/inbox").text
+    assert 'data-testid="workers-none"' in page and "stopline run" in page
+    now = datetime.now(UTC)
+    store = open_store(demo.url)
+    try:
+        store.heartbeats.beat("w-live", "host", 1, ["demo"], now, now, {})
+        old = now - timedelta(hours=1)
+        store.heartbeats.beat("w-gone", "host", 2, ["demo"], old, old, {})
+    finally:
+        store.close()
+    page = browser.get("/inbox").text
+    assert 'data-testid="workers-none"' not in page
+    assert re.search(r'data-testid="workers-live">1<', page), page[:2000]
+    assert re.search(r'data-testid="workers-stale">1<', page)

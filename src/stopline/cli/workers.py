@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from ..http.metrics import LIVE_AFTER
+from ..runtime.heartbeat import LIVE_AFTER
 from ..store import Store
 
 

@@ -16,10 +16,9 @@ from typing import Any
 
 from .. import __version__
 from ..core.states import STOP_STATES, State
-from ..runtime.heartbeat import BEAT_EVERY, STEP_BUCKETS
+from ..runtime.heartbeat import LIVE_AFTER, STEP_BUCKETS
 from ..store import NOTIFICATION_STATUSES, Insights
 
-LIVE_AFTER = 3 * BEAT_EVERY  # a worker whose heartbeat is older is not counted live
 DECISION_BUCKETS = (60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 86400.0, 3 * 86400.0, 7 * 86400.0)
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

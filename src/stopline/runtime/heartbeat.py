@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("stopline.worker")
 
 BEAT_EVERY = 5.0  # seconds between two heartbeats of one worker
+LIVE_AFTER = 3 * BEAT_EVERY  # a worker whose heartbeat is older is not counted live
 STEP_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 
 

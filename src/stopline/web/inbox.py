@@ -15,6 +15,7 @@ from ..core.policy import Policy
 from ..core.records import Actor
 from ..core.severity import RANK
 from ..core.severity import of as severity_of
+from ..runtime.heartbeat import LIVE_AFTER
 from ..server.state import Shared
 from ..store import PageKey, StopRow
 from . import listing, present, stuck
@@ -84,7 +85,16 @@ def _model(s: Shared, f: listing.Filters, actor: Actor | None) -> dict[str, Any]
         "automations": s.store.insights.automation_names(),
         "stuck": s.store.insights.stuck_count(now - timedelta(minutes=stuck.DEFAULT_MINUTES)),
         "bulk": s.may_command(actor) and not s.settings.read_only,
+        "workers": _workers(s, now),
     }
+
+
+def _workers(s: Shared, now: datetime) -> dict[str, int]:
+    """Live and stale worker processes, from their heartbeats: with none live, approved work
+    waits for nobody (the inbox says so)."""
+    beats = s.store.insights.workers()
+    live = sum(1 for b in beats if b.age(now) <= LIVE_AFTER)
+    return {"live": live, "stale": len(beats) - live}
 
 
 async def inbox(request: Request) -> Response:
@@ -101,6 +111,7 @@ async def inbox(request: Request) -> Response:
             "automations": [],
             "bulk": False,
             "stuck": 0,
+            "workers": None,
         }
         return v.render("inbox.html", 422, problems=problems, **base, **empty, **_no_pages())
     model = await run_in_threadpool(_model, v.s, f, v.actor)
