@@ -19,8 +19,7 @@ from ..commands.runners import RunOptions
 from ..core.decision import Outcome
 from ..server.item_ref import ITEM_RE
 from .item import WEB_COMMANDS
-from .page import Visit, form_text, visit
-from .session import csrf_ok
+from .page import Visit, form_text, may_post, visit
 
 BULK_COMMANDS = ("acknowledge", "close")
 MAX_ITEMS = 200
@@ -65,20 +64,10 @@ def _run(v: Visit, command: str, fields: dict[str, Any], ids: list[str]) -> list
 async def bulk(request: Request) -> Response:
     v = await visit(request)
     form = await request.form()
-    if not csrf_ok(v.s, v.session, form_text(form, "csrf")):
-        return v.message(
-            403,
-            "Form expired",
-            "The form was not sent by this page (no valid CSRF token). Nothing was done.",
-        )
-    if v.actor is None:
-        return v.message(401, "Sign in first", "You are not signed in. Nothing was done.")
-    if v.s.settings.read_only:
-        return v.message(403, "Read-only", "This server is read-only. Nothing was done.")
-    if not v.may_command:
-        return v.message(
-            403, "Not allowed", f"{v.actor.name} may read but not act. Nothing was done."
-        )
+    refused = may_post(v, form)
+    if refused is not None:
+        return refused
+    assert v.actor is not None  # may_post answered for a visitor nobody signed in
     command = form_text(form, "command")
     ids = list(dict.fromkeys(i for i in form.getlist("item") if isinstance(i, str)))
     problems = []

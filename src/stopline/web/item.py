@@ -19,8 +19,7 @@ from ..core.decision import Outcome
 from ..server.item_ref import ITEM_RE
 from . import present
 from .inbox import filters, query_string
-from .page import Visit, form_text, visit
-from .session import csrf_ok
+from .page import Visit, may_post, visit
 
 WEB_COMMANDS = {entry.name: entry for entry in exposed(Shell.WEB)}
 
@@ -89,20 +88,10 @@ async def act(request: Request) -> Response:
     ref = request.path_params["item"]
     if entry is None or not ITEM_RE.match(ref):
         return v.message(404, "No such action", "This page has no such action.")
-    if not csrf_ok(v.s, v.session, form_text(form, "csrf")):
-        return v.message(
-            403,
-            "Form expired",
-            "The form was not sent by this page (no valid CSRF token). Nothing was done.",
-        )
-    if v.actor is None:
-        return v.message(401, "Sign in first", "You are not signed in. Nothing was done.")
-    if v.s.settings.read_only:
-        return v.message(403, "Read-only", "This server is read-only. Nothing was done.")
-    if not v.may_command:
-        return v.message(
-            403, "Not allowed", f"{v.actor.name} may read but not act. Nothing was done."
-        )
+    refused = may_post(v, form)
+    if refused is not None:
+        return refused
+    assert v.actor is not None  # may_post answered for a visitor nobody signed in
     fields, problems = form_values(entry, form)
     if problems:
         return await _again(v, ref, 422, problems=problems, refusal=None)

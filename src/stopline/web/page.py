@@ -13,7 +13,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from ..core.records import Actor
 from ..server.state import Shared, shared
-from .session import Session, csrf_token, identity, load, save
+from .session import Session, csrf_ok, csrf_token, identity, load, save
 
 ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("stopline.web", "templates"),
@@ -72,3 +72,23 @@ async def visit(request: Request) -> Visit:
 def form_text(form: FormData, name: str) -> str:
     value = form.get(name)
     return value if isinstance(value, str) else ""
+
+
+def may_post(v: Visit, form: FormData) -> Response | None:
+    """The answer to a posted form that may not act (no valid CSRF token, nobody signed in, a
+    read-only server, a visitor who may only read), or ``None``: go on."""
+    if not csrf_ok(v.s, v.session, form_text(form, "csrf")):
+        return v.message(
+            403,
+            "Form expired",
+            "The form was not sent by this page (no valid CSRF token). Nothing was done.",
+        )
+    if v.actor is None:
+        return v.message(401, "Sign in first", "You are not signed in. Nothing was done.")
+    if v.s.settings.read_only:
+        return v.message(403, "Read-only", "This server is read-only. Nothing was done.")
+    if not v.may_command:
+        return v.message(
+            403, "Not allowed", f"{v.actor.name} may read but not act. Nothing was done."
+        )
+    return None
