@@ -61,10 +61,21 @@ def run_through(lab: PgLab, workers: int, items: int, disrupt: Callable[[], None
     back = datetime.now(UTC)
     when.touch()
     pids = {p.pid for p in procs}
+    # With several items in flight, one worker's spare slots may take every item left while
+    # another is still reconnecting: in batch mode the lab holds what must hold whatever the
+    # timing (every process lives on and ends well, every item completes, no step runs twice),
+    # and that work goes on after the last disruption, not that every process took part in it.
+    every = lab.env.get("STOPLINE_CONCURRENCY", "1") == "1"
+
+    def parked_now() -> set[int]:
+        return {int(p.name) for p in parked.iterdir() if p.name.isdigit()}
+
     wait_for(
-        lambda: progress(0) and {int(p.name) for p in parked.iterdir() if p.name.isdigit()} == pids,
+        lambda: progress(0) and (parked_now() == pids if every else bool(parked_now())),
         300,
-        "every worker to park in a step after the last disruption",
+        "every worker to park in a step after the last disruption"
+        if every
+        else "a worker to park in a step after the last disruption",
     )
     gate.touch()
     for proc in procs:
@@ -75,7 +86,11 @@ def run_through(lab: PgLab, workers: int, items: int, disrupt: Callable[[], None
         " WHERE command <> 'discover' AND at > %s",
         (back,),
     )
-    assert {r["pid"] for r in after} == pids, "a worker did no work after the last disruption"
+    worked = {r["pid"] for r in after}
+    if every:
+        assert worked == pids, "a worker did no work after the last disruption"
+    else:
+        assert worked and worked <= pids, "no work after the last disruption"
     check_fleet(lab, items)
     assert reexecuted(lab) == [], "a step ran twice across a disruption"
 
