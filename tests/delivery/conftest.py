@@ -13,7 +13,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -37,7 +36,7 @@ from stopline.targets.webdav import WebDAVTarget
 
 from .apps.digest_app import CONFIG_ENV, KEYS, build_app, read_calls
 
-from targets.conftest import WSGIDAV, DavServer, _free_port, own_dav_server  # noqa: F401  # isort: skip
+from webdav_server import DavServer, own_dav_server, start_wsgidav  # noqa: F401  # isort: skip
 
 APP_FILE = Path(__file__).parent / "apps" / "digest_app.py"
 APP = f"{APP_FILE}:app"
@@ -71,43 +70,12 @@ class LoggedDav:
         return found
 
 
-def start_logged_wsgidav(root: Path, log: Path) -> LoggedDav:
-    root.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
-    with open(log, "wb") as sink:
-        process = subprocess.Popen(
-            [
-                WSGIDAV,
-                "--host=127.0.0.1",
-                f"--port={port}",
-                f"--root={root}",
-                "--auth=anonymous",
-                "--no-config",
-                "-v",
-            ],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    server = DavServer(root, port, process)
-    deadline = time.monotonic() + 60  # a bound on a hang, not on speed
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"wsgidav exited with {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return LoggedDav(server, log)
-        except OSError:
-            if time.monotonic() > deadline:
-                server.stop()
-                raise RuntimeError("wsgidav did not open its port") from None
-            time.sleep(0.02)
-
-
 @pytest.fixture(scope="session")
 def logged_dav(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoggedDav]:
     """One logging WsgiDAV process per test session (per xdist worker)."""
     base = tmp_path_factory.mktemp("delivery-dav")
-    dav = start_logged_wsgidav(base / "root", base / "requests.log")
+    log = base / "requests.log"
+    dav = LoggedDav(start_wsgidav(base / "root", log), log)
     try:
         yield dav
     finally:
