@@ -36,6 +36,7 @@ from stopline.targets.webdav import WebDAVTarget
 
 from .apps.digest_app import CONFIG_ENV, KEYS, build_app, read_calls
 
+from helpers import dump_url  # isort: skip
 from webdav_server import DavServer, own_dav_server, start_wsgidav  # noqa: F401  # isort: skip
 
 APP_FILE = Path(__file__).parent / "apps" / "digest_app.py"
@@ -173,27 +174,6 @@ def site(request: pytest.FixtureRequest, tmp_path: Path) -> Site:
 # --- the database, the app and the command line -------------------------------------------------
 
 
-def dump(db: Path) -> Dump:
-    """Every row of every table but ``refusals``, read straight from the SQLite file."""
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-        names = [
-            r[0]
-            for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
-            )
-        ]
-        out: Dump = {}
-        for name in names:
-            if name in UNDUMPED:
-                continue
-            rows = conn.execute(f'SELECT * FROM "{name}"').fetchall()
-            if name == "sqlite_sequence":
-                rows = [r for r in rows if r[0] not in UNDUMPED]
-            out[name] = sorted(rows, key=repr)
-    conn.close()
-    return out
-
-
 def refusal_count(db: Path) -> int:
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
         (n,) = conn.execute("SELECT COALESCE(SUM(count), 0) FROM refusals").fetchone()
@@ -315,7 +295,8 @@ class Env:
         return events
 
     def dump(self) -> Dump:
-        return dump(self.db)
+        """Every table but ``refusals``; ``sqlite_sequence`` without the refusal ids' counter."""
+        return dump_url(self.url, without=UNDUMPED, sequences=True)
 
     def refused(self, args: Sequence[str], reasons: Sequence[str]) -> dict[str, Any]:
         """Run ``args``: exit 3, ``refused`` with exactly ``reasons``, nothing written, no call."""

@@ -28,6 +28,7 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
+from helpers import dump_url
 from proc import Proc, run_cli
 
 from .apps.fleet import SCHEMA
@@ -160,18 +161,9 @@ class PgLab:
         return self.query("SELECT * FROM refusals ORDER BY id")
 
     def dump(self, without: tuple[str, ...] = UNDUMPED) -> dict[str, Any]:
-        """Every row of every table but ``without`` (as text, sorted): equal dumps mean that
-        nothing was written."""
-        tables = self.query(
-            "SELECT table_name AS name FROM information_schema.tables"
-            " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
-            " ORDER BY table_name"
-        )
-        out = {}
-        for name in (t["name"] for t in tables if t["name"] not in without):
-            rows = self.query(f'SELECT t::text AS row FROM "{name}" t')
-            out[name] = sorted(r["row"] for r in rows)
-        return out
+        """Every row of every table but ``without``, sorted: equal dumps mean that nothing was
+        written."""
+        return dump_url(self.url, without=without)
 
     def verify(self) -> dict[str, Any]:
         doc: dict[str, Any] = self.cli_json("verify", ok=(0, 3))

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from helpers import dump_url
 from proc import Proc, run_cli
 
 HERE = Path(__file__).resolve().parent
@@ -234,22 +235,7 @@ class Lab:
     def dump(self, *, without: tuple[str, ...] = ("refusals",)) -> dict[str, list[tuple]]:
         """Every row of every table but ``without``, sorted: equal dumps mean no write. Worker
         heartbeats are left out: every worker writes its own as it loops."""
-        conn = self._connect(self.db_path)
-        try:
-            names = [
-                r["name"]
-                for r in conn.execute(
-                    "SELECT name FROM sqlite_master WHERE type = 'table'"
-                    " AND name NOT LIKE 'sqlite_%' ORDER BY name"
-                )
-            ]
-            return {
-                name: sorted((tuple(r) for r in conn.execute(f'SELECT * FROM "{name}"')), key=repr)
-                for name in names
-                if name not in without and name != "worker_heartbeats"
-            }
-        finally:
-            conn.close()
+        return dump_url(self.url, without=(*without, "worker_heartbeats"))
 
     def verify(self) -> dict[str, Any]:
         """``stopline verify``: exit status 0 and no problems."""
