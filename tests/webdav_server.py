@@ -16,14 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from proc import free_port
+
 WSGIDAV = shutil.which("wsgidav", path=str(Path(sys.executable).parent)) or "wsgidav"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass

@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,7 +28,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from helpers import dump_url
-from proc import Proc, run_cli
+from proc import Proc, free_port, run_cli, spawn
 
 from .apps.fleet import SCHEMA
 
@@ -105,17 +104,9 @@ class PgLab:
     ) -> Proc:
         """Start ``stopline ARGS`` in the background, in its own process group."""
         name = name or f"proc{len(self.procs)}"
-        out, err = self.root / f"{name}.out", self.root / f"{name}.err"
-        with out.open("wb") as stdout, err.open("wb") as stderr:
-            popen = subprocess.Popen(
-                [*CLI, *args, "--db", db or self.url],
-                env=self.environment(env),
-                cwd=self.root,
-                stdout=stdout,
-                stderr=stderr,
-                start_new_session=True,
-            )
-        proc = Proc(popen, name, out, err)
+        argv = [*CLI, *args, "--db", db or self.url]
+        stem = self.root / name
+        proc = spawn(argv, env=self.environment(env), cwd=self.root, name=name, stem=stem)
         self.procs.append(proc)
         return proc
 
@@ -184,12 +175,6 @@ def pg_lab(postgres_url: str, tmp_path: Path, lab_mode: dict[str, str]) -> Itera
 
 
 # --- a private server ------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class PrivateServer:

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import pytest
 
 from helpers import dump_url
-from proc import Proc, run_cli
+from proc import Proc, run_cli, spawn
 
 HERE = Path(__file__).resolve().parent
 LAB_APP = f"{HERE / 'apps' / 'lab.py'}:app"
@@ -117,18 +117,9 @@ class Lab:
     def start(self, *args: str, env: Mapping[str, str] | None = None, name: str = "") -> Proc:
         """Start ``stopline ARGS`` in the background, in its own process group."""
         name = name or "proc"
-        stem = f"{len(self.procs):02d}-{name}"
-        out, err = self.root / f"{stem}.out", self.root / f"{stem}.err"
-        with out.open("wb") as stdout, err.open("wb") as stderr:
-            popen = subprocess.Popen(
-                [*CLI, *args, "--db", self.url],
-                env=self.environment(env),
-                cwd=self.root,
-                stdout=stdout,
-                stderr=stderr,
-                start_new_session=True,
-            )
-        proc = Proc(popen, name, out, err)
+        argv = [*CLI, *args, "--db", self.url]
+        stem = self.root / f"{len(self.procs):02d}-{name}"
+        proc = spawn(argv, env=self.environment(env), cwd=self.root, name=name, stem=stem)
         self.procs.append(proc)
         return proc
 
