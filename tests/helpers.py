@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -14,7 +14,7 @@ from stopline.core.decision import Decision, Outcome
 from stopline.core.policy import Policy
 from stopline.core.records import Event, Item
 from stopline.core.step import Context
-from stopline.store import Store, raw
+from stopline.store import Store, open_store, raw
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
 
@@ -40,22 +40,43 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def dump(store: Store) -> dict[str, list[Row]]:
-    """Every row of every table except ``UNDUMPED``, as sorted ``(column, value)`` tuples.
+def dump(
+    store: Store, *, without: Iterable[str] = UNDUMPED, sequences: bool = False
+) -> dict[str, list[Row]]:
+    """Every row of every table except ``without``, as sorted ``(column, value)`` tuples.
 
-    Two dumps are equal exactly when no such row was added, removed or changed.
+    Two dumps are equal exactly when no such row was added, removed or changed. ``sequences``
+    (SQLite): keep ``sqlite_sequence`` too, without the counters of the tables left out.
     """
+    left_out = frozenset(without)
     out: dict[str, list[Row]] = {}
     with raw.reading(store) as cur:  # the dump reads the tables directly
         cur.execute(_TABLES[store.dialect])
         names = sorted(str(r["name"]) for r in cur.fetchall())
+        if sequences and store.dialect == "sqlite":
+            cur.execute("SELECT name FROM sqlite_master WHERE name = 'sqlite_sequence'")
+            names += [str(r["name"]) for r in cur.fetchall()]
         for name in names:
-            if name in UNDUMPED:
+            if name in left_out:
                 continue
             cur.execute(f'SELECT * FROM "{name}"')
             rows = [tuple(sorted((k, _plain(v)) for k, v in dict(r).items())) for r in cur]
+            if name == "sqlite_sequence":  # a left-out table's counter belongs with it
+                rows = [r for r in rows if dict(r)["name"] not in left_out]
             out[name] = sorted(rows, key=repr)
     return out
+
+
+def dump_url(
+    url: str, *, without: Iterable[str] = UNDUMPED, sequences: bool = False
+) -> dict[str, list[Row]]:
+    """:func:`dump` of the database at ``url``, opened without migrating, checking or creating
+    it, and closed again."""
+    store = open_store(url, migrate=False, check=False, create=False)
+    try:
+        return dump(store, without=without, sequences=sequences)
+    finally:
+        store.close()
 
 
 def count(store: Store, table: str) -> int:

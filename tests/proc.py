@@ -1,12 +1,14 @@
-"""Processes started by tests: a ``stopline`` subprocess with its output files, and bounded
-polling. Shared by the runtime and PostgreSQL reliability tests."""
+"""Processes started by tests: a ``stopline`` subprocess with its output files, a free loopback
+port for a server, and bounded polling. Shared by the runtime, PostgreSQL, integrity and server
+tests."""
 
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -77,6 +79,24 @@ class Proc:
             if ppid == self.pid and b"spawn_main" in cmdline:
                 found.append(int(entry.name))
         return sorted(found)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on just now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def spawn(argv: list[str], *, env: Mapping[str, str], cwd: Path, name: str, stem: Path) -> Proc:
+    """Start ``argv`` in the background, in its own process group (so that killing the group
+    ends its ``--workers`` children too), its output in ``STEM.out`` and ``STEM.err``."""
+    out, err = stem.with_name(stem.name + ".out"), stem.with_name(stem.name + ".err")
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        popen = subprocess.Popen(
+            argv, env=dict(env), cwd=cwd, stdout=stdout, stderr=stderr, start_new_session=True
+        )
+    return Proc(popen, name, out, err)
 
 
 def run_cli(

@@ -1,6 +1,6 @@
 """Fixtures of the approval catalogue: a real SQLite file, the test app, the CLI, a dump.
 
-Every adversarial case compares :func:`dump` before and after the refused command: all tables
+Every adversarial case compares :meth:`Env.dump` before and after the refused command: all tables
 but ``refusals`` (the audit of refusals lives apart from the state), every row, every column.
 """
 
@@ -24,6 +24,8 @@ from stopline.runtime.runner import run
 
 from .apps.refund_app import CONFIG_ENV, LOG_ENV, build_app, read_log
 
+from helpers import dump_url  # isort: skip
+
 APPS = Path(__file__).parent / "apps"
 APP_FILE = APPS / "refund_app.py"
 RACE_CLI = APPS / "race_cli.py"
@@ -31,30 +33,6 @@ STOPLINE = Path(sys.executable).parent / "stopline"
 UNDUMPED = frozenset({"refusals"})
 
 Dump = dict[str, list[tuple[Any, ...]]]
-
-
-def dump(db: Path) -> Dump:
-    """Every row of every table but ``refusals``, read straight from the SQLite file.
-
-    ``sqlite_sequence`` is kept, without the row counting ``refusals`` ids.
-    """
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-        names = [
-            row[0]
-            for row in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
-            )
-        ]
-        out: Dump = {}
-        for name in names:
-            if name in UNDUMPED:
-                continue
-            rows = conn.execute(f'SELECT * FROM "{name}"').fetchall()
-            if name == "sqlite_sequence":  # its counter of refusal ids belongs to the audit
-                rows = [r for r in rows if r[0] not in UNDUMPED]
-            out[name] = sorted(rows, key=repr)
-    conn.close()
-    return out
 
 
 def refusal_counts(db: Path) -> dict[tuple[Any, ...], int]:
@@ -165,7 +143,8 @@ class Env:
         return events
 
     def dump(self) -> Dump:
-        return dump(self.db)
+        """Every table but ``refusals``; ``sqlite_sequence`` without the refusal ids' counter."""
+        return dump_url(self.url, without=UNDUMPED, sequences=True)
 
     def refusals(self) -> list[dict[str, Any]]:
         return refusals(self.db)

@@ -10,21 +10,18 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-import httpx
 import pytest
 
 # The server suite's handle and environment helper, shared rather than copied.
-from server.httphelp import Server, server_env
+from server.httphelp import Server, server_env, start_serve
 from stopline.controller import Controller
 from stopline.store import open_store
 
@@ -151,47 +148,11 @@ def demo(tmp_path: Path, demo_template: Path) -> Demo:
     return found
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def server(demo: Demo, tmp_path: Path) -> Iterator[Server]:
     """A real ``stopline serve`` on the demo copy, on a free loopback port."""
-    port = _free_port()
-    log = tmp_path / "serve.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "stopline.cli.main",
-                "serve",
-                "--db",
-                demo.url,
-                "--port",
-                str(port),
-            ],
-            env=server_env({}),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    running = Server(f"http://127.0.0.1:{port}", process, log)
+    running = start_serve(["serve", "--db", demo.url], env=server_env({}), folder=tmp_path)
     try:
-        deadline = time.monotonic() + 90  # a bound on a hang, not on speed
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"the server exited {process.returncode}: {log.read_text()}")
-            try:
-                if httpx.get(f"{running.base}/openapi.json", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"the server did not answer: {log.read_text()}")
-            time.sleep(0.1)
         yield running
     finally:
         running.stop()

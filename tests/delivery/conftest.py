@@ -13,7 +13,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -37,7 +36,8 @@ from stopline.targets.webdav import WebDAVTarget
 
 from .apps.digest_app import CONFIG_ENV, KEYS, build_app, read_calls
 
-from targets.conftest import WSGIDAV, DavServer, _free_port, own_dav_server  # noqa: F401  # isort: skip
+from helpers import dump_url  # isort: skip
+from webdav_server import DavServer, own_dav_server, start_wsgidav  # noqa: F401  # isort: skip
 
 APP_FILE = Path(__file__).parent / "apps" / "digest_app.py"
 APP = f"{APP_FILE}:app"
@@ -71,43 +71,12 @@ class LoggedDav:
         return found
 
 
-def start_logged_wsgidav(root: Path, log: Path) -> LoggedDav:
-    root.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
-    with open(log, "wb") as sink:
-        process = subprocess.Popen(
-            [
-                WSGIDAV,
-                "--host=127.0.0.1",
-                f"--port={port}",
-                f"--root={root}",
-                "--auth=anonymous",
-                "--no-config",
-                "-v",
-            ],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    server = DavServer(root, port, process)
-    deadline = time.monotonic() + 60  # a bound on a hang, not on speed
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"wsgidav exited with {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return LoggedDav(server, log)
-        except OSError:
-            if time.monotonic() > deadline:
-                server.stop()
-                raise RuntimeError("wsgidav did not open its port") from None
-            time.sleep(0.02)
-
-
 @pytest.fixture(scope="session")
 def logged_dav(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoggedDav]:
     """One logging WsgiDAV process per test session (per xdist worker)."""
     base = tmp_path_factory.mktemp("delivery-dav")
-    dav = start_logged_wsgidav(base / "root", base / "requests.log")
+    log = base / "requests.log"
+    dav = LoggedDav(start_wsgidav(base / "root", log), log)
     try:
         yield dav
     finally:
@@ -203,27 +172,6 @@ def site(request: pytest.FixtureRequest, tmp_path: Path) -> Site:
 
 
 # --- the database, the app and the command line -------------------------------------------------
-
-
-def dump(db: Path) -> Dump:
-    """Every row of every table but ``refusals``, read straight from the SQLite file."""
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-        names = [
-            r[0]
-            for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
-            )
-        ]
-        out: Dump = {}
-        for name in names:
-            if name in UNDUMPED:
-                continue
-            rows = conn.execute(f'SELECT * FROM "{name}"').fetchall()
-            if name == "sqlite_sequence":
-                rows = [r for r in rows if r[0] not in UNDUMPED]
-            out[name] = sorted(rows, key=repr)
-    conn.close()
-    return out
 
 
 def refusal_count(db: Path) -> int:
@@ -347,7 +295,8 @@ class Env:
         return events
 
     def dump(self) -> Dump:
-        return dump(self.db)
+        """Every table but ``refusals``; ``sqlite_sequence`` without the refusal ids' counter."""
+        return dump_url(self.url, without=UNDUMPED, sequences=True)
 
     def refused(self, args: Sequence[str], reasons: Sequence[str]) -> dict[str, Any]:
         """Run ``args``: exit 3, ``refused`` with exactly ``reasons``, nothing written, no call."""

@@ -14,7 +14,7 @@ from stopline.cli.main import main
 from stopline.targets.directory import DirectoryTarget
 from stopline.targets.webdav import WebDAVTarget
 
-from .conftest import ITEM, Env, dump
+from .conftest import ITEM, Env
 
 OPS = ("create", "update", "read", "find", "publish")
 
@@ -36,7 +36,7 @@ def target_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, st
 
 
 def items_and_events(env: Env) -> dict[str, Any]:
-    tables = dump(env.db)
+    tables = env.dump()
     return {k: tables[k] for k in ("items", "events")}
 
 

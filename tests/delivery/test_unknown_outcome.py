@@ -15,7 +15,7 @@ from stopline.targets.directory import key_slug
 from .conftest import Env, Site
 from .proxies import LostReply, Proxy
 
-from targets.conftest import DavServer  # isort: skip
+from webdav_server import DavServer  # isort: skip
 
 
 def article_1_key(env: Env) -> str:

@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from typing import Any
 import httpx
 import pytest
 
-from proc import Proc, run_cli, wait_for
+from proc import Proc, free_port, run_cli, spawn, wait_for
 from stopline.store import open_store, raw
 
 from .apps.vault import ACTING, DRAFTS, read_log
@@ -107,17 +106,10 @@ class Vault:
     def start(self, *args: str, env: Mapping[str, str] | None = None, name: str = "") -> Proc:
         """``stopline ARGS`` in the background, in its own process group."""
         name = f"{len(self.procs):02d}-{name or args[0]}"
-        out, err = self.root / f"{name}.out", self.root / f"{name}.err"
-        with out.open("wb") as stdout, err.open("wb") as stderr:
-            popen = subprocess.Popen(
-                [*CLI, *args, "--db", self.url],
-                env=self.environment(env),
-                cwd=self.root,
-                stdout=stdout,
-                stderr=stderr,
-                start_new_session=True,
-            )
-        proc = Proc(popen, name, out, err)
+        argv = [*CLI, *args, "--db", self.url]
+        proc = spawn(
+            argv, env=self.environment(env), cwd=self.root, name=name, stem=self.root / name
+        )
         self.procs.append(proc)
         return proc
 
@@ -227,9 +219,7 @@ class Vault:
     @contextlib.contextmanager
     def server(self) -> Iterator[str]:
         """A real ``stopline serve`` on a free loopback port; yields its base URL."""
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = int(sock.getsockname()[1])
+        port = free_port()
         proc = self.start("serve", "--port", str(port), name="serve")
         base = f"http://127.0.0.1:{port}"
 

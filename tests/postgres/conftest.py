@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,8 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from proc import Proc, run_cli
+from helpers import dump_url
+from proc import Proc, free_port, run_cli, spawn
 
 from .apps.fleet import SCHEMA
 
@@ -104,17 +104,9 @@ class PgLab:
     ) -> Proc:
         """Start ``stopline ARGS`` in the background, in its own process group."""
         name = name or f"proc{len(self.procs)}"
-        out, err = self.root / f"{name}.out", self.root / f"{name}.err"
-        with out.open("wb") as stdout, err.open("wb") as stderr:
-            popen = subprocess.Popen(
-                [*CLI, *args, "--db", db or self.url],
-                env=self.environment(env),
-                cwd=self.root,
-                stdout=stdout,
-                stderr=stderr,
-                start_new_session=True,
-            )
-        proc = Proc(popen, name, out, err)
+        argv = [*CLI, *args, "--db", db or self.url]
+        stem = self.root / name
+        proc = spawn(argv, env=self.environment(env), cwd=self.root, name=name, stem=stem)
         self.procs.append(proc)
         return proc
 
@@ -160,18 +152,9 @@ class PgLab:
         return self.query("SELECT * FROM refusals ORDER BY id")
 
     def dump(self, without: tuple[str, ...] = UNDUMPED) -> dict[str, Any]:
-        """Every row of every table but ``without`` (as text, sorted): equal dumps mean that
-        nothing was written."""
-        tables = self.query(
-            "SELECT table_name AS name FROM information_schema.tables"
-            " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
-            " ORDER BY table_name"
-        )
-        out = {}
-        for name in (t["name"] for t in tables if t["name"] not in without):
-            rows = self.query(f'SELECT t::text AS row FROM "{name}" t')
-            out[name] = sorted(r["row"] for r in rows)
-        return out
+        """Every row of every table but ``without``, sorted: equal dumps mean that nothing was
+        written."""
+        return dump_url(self.url, without=without)
 
     def verify(self) -> dict[str, Any]:
         doc: dict[str, Any] = self.cli_json("verify", ok=(0, 3))
@@ -192,12 +175,6 @@ def pg_lab(postgres_url: str, tmp_path: Path, lab_mode: dict[str, str]) -> Itera
 
 
 # --- a private server ------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class PrivateServer:

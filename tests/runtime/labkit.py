@@ -25,7 +25,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from proc import Proc, run_cli
+from helpers import dump_url
+from proc import Proc, run_cli, spawn
 
 HERE = Path(__file__).resolve().parent
 LAB_APP = f"{HERE / 'apps' / 'lab.py'}:app"
@@ -116,18 +117,9 @@ class Lab:
     def start(self, *args: str, env: Mapping[str, str] | None = None, name: str = "") -> Proc:
         """Start ``stopline ARGS`` in the background, in its own process group."""
         name = name or "proc"
-        stem = f"{len(self.procs):02d}-{name}"
-        out, err = self.root / f"{stem}.out", self.root / f"{stem}.err"
-        with out.open("wb") as stdout, err.open("wb") as stderr:
-            popen = subprocess.Popen(
-                [*CLI, *args, "--db", self.url],
-                env=self.environment(env),
-                cwd=self.root,
-                stdout=stdout,
-                stderr=stderr,
-                start_new_session=True,
-            )
-        proc = Proc(popen, name, out, err)
+        argv = [*CLI, *args, "--db", self.url]
+        stem = self.root / f"{len(self.procs):02d}-{name}"
+        proc = spawn(argv, env=self.environment(env), cwd=self.root, name=name, stem=stem)
         self.procs.append(proc)
         return proc
 
@@ -234,22 +226,7 @@ class Lab:
     def dump(self, *, without: tuple[str, ...] = ("refusals",)) -> dict[str, list[tuple]]:
         """Every row of every table but ``without``, sorted: equal dumps mean no write. Worker
         heartbeats are left out: every worker writes its own as it loops."""
-        conn = self._connect(self.db_path)
-        try:
-            names = [
-                r["name"]
-                for r in conn.execute(
-                    "SELECT name FROM sqlite_master WHERE type = 'table'"
-                    " AND name NOT LIKE 'sqlite_%' ORDER BY name"
-                )
-            ]
-            return {
-                name: sorted((tuple(r) for r in conn.execute(f'SELECT * FROM "{name}"')), key=repr)
-                for name in names
-                if name not in without and name != "worker_heartbeats"
-            }
-        finally:
-            conn.close()
+        return dump_url(self.url, without=(*without, "worker_heartbeats"))
 
     def verify(self) -> dict[str, Any]:
         """``stopline verify``: exit status 0 and no problems."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -16,13 +15,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from stopline.controller import Controller
 from stopline.store import open_store
 
-from .httphelp import Server, server_env
+from .httphelp import Server, server_env, start_serve
 
 PREPARE = (
     "import sys\n"
@@ -121,12 +119,6 @@ def demo(tmp_path: Path, demo_template: DemoTemplate) -> Demo:
     return add_tokens(Demo(f"sqlite:///{db}"))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def start_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
     """``start_server(url, **env)``: a real ``stopline serve`` on a free loopback port
@@ -137,41 +129,10 @@ def start_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
     def start(
         url: str, *, command: tuple[str, ...] = ("serve",), ready_path: str = "", **env: str
     ) -> Server:
-        port = free_port()
-        log = tmp_path / f"serve-{port}.log"
-        with log.open("wb") as out:
-            process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "stopline.cli.main",
-                    *command,
-                    "--db",
-                    url,
-                    "--port",
-                    str(port),
-                ],
-                env=server_env(env),
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        server = Server(f"http://127.0.0.1:{port}", process, log)
+        args = [*command, "--db", url]
+        server = start_serve(args, env=server_env(env), folder=tmp_path, ready_path=ready_path)
         started.append(server)
-        deadline = time.monotonic() + 90  # a bound on a hang, not on speed
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"the server exited {process.returncode}: {log.read_text()}")
-            try:
-                if ready_path:
-                    httpx.get(f"{server.base}{ready_path}", timeout=2)
-                    return server
-                if httpx.get(f"{server.base}/openapi.json", timeout=2).status_code == 200:
-                    return server
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"the server did not answer: {log.read_text()}")
-            time.sleep(0.1)
+        return server
 
     yield start
     for server in started:

@@ -1,11 +1,13 @@
-"""Helpers of the HTTP suite: the server handle, signing in like a browser, and the
-"nothing was written" check."""
+"""Helpers of the HTTP suite: the one launcher of a real ``stopline serve`` and its handle,
+signing in like a browser, and the "nothing was written" check."""
 
 from __future__ import annotations
 
 import os
 import re
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -13,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from helpers import dump
+from proc import free_port
 from stopline.store import open_store
 
 CLEAN_ENV = re.compile(r"^STOPLINE_(?!DEMO_DRAFTS)")
@@ -43,6 +47,43 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(10)
+
+
+def start_serve(
+    args: list[str], *, env: dict[str, str], folder: Path, ready_path: str = ""
+) -> Server:
+    """``stopline ARGS --port PORT`` on a free loopback port, its output in
+    ``FOLDER/serve-PORT.log``; returns once it answers ``/openapi.json`` (or, with
+    ``ready_path``, once that path answers at all). Stopped again if it never does."""
+    port = free_port()
+    log = folder / f"serve-{port}.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "stopline.cli.main", *args, "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    server = Server(f"http://127.0.0.1:{port}", process, log)
+    try:
+        deadline = time.monotonic() + 90  # a bound on a hang, not on speed
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"the server exited {process.returncode}: {log.read_text()}")
+            try:
+                if ready_path:
+                    httpx.get(f"{server.base}{ready_path}", timeout=2)
+                    return server
+                if httpx.get(f"{server.base}/openapi.json", timeout=2).status_code == 200:
+                    return server
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"the server did not answer: {log.read_text()}")
+            time.sleep(0.1)
+    except BaseException:
+        server.stop()
+        raise
 
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')

@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from email import message_from_bytes
@@ -18,6 +17,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from standardwebhooks.webhooks import Webhook
 
+from proc import free_port
 from stopline.core.canonical import format_time
 from stopline.runtime.notifier import NotifySettings, notify_pending
 from stopline.runtime.notify_settings import SMTPSettings
@@ -122,15 +122,9 @@ class Inbox:
         return "250 OK"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_email_goes_through_a_real_smtp_server(demo_url: str) -> None:
     inbox = Inbox()
-    server = Controller(inbox, hostname="127.0.0.1", port=_free_port())
+    server = Controller(inbox, hostname="127.0.0.1", port=free_port())
     server.start()
     try:
         smtp = SMTPSettings("127.0.0.1", server.port, "stopline@ops.example")

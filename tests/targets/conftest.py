@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,72 +14,7 @@ import pytest
 from stopline.targets.base import Target
 from stopline.targets.directory import DirectoryTarget
 from stopline.targets.webdav import WebDAVTarget
-
-WSGIDAV = shutil.which("wsgidav", path=str(Path(sys.executable).parent)) or "wsgidav"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@dataclass
-class DavServer:
-    """One ``wsgidav`` process serving ``root`` read-write to anonymous clients."""
-
-    root: Path
-    port: int
-    process: subprocess.Popen[bytes]
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/"
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(timeout=10)
-
-    def pause(self) -> None:
-        """SIGSTOP: the kernel still accepts connections, the server answers nothing."""
-        os.kill(self.process.pid, signal.SIGSTOP)
-
-    def resume(self) -> None:
-        if self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGCONT)
-
-
-def start_wsgidav(root: Path) -> DavServer:
-    root.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
-    process = subprocess.Popen(
-        [
-            WSGIDAV,
-            "--host=127.0.0.1",
-            f"--port={port}",
-            f"--root={root}",
-            "--auth=anonymous",
-            "--no-config",
-            "-qq",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    server = DavServer(root, port, process)
-    deadline = time.monotonic() + 60  # a bound on a hang, not on speed
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"wsgidav exited with {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return server
-        except OSError:
-            if time.monotonic() > deadline:
-                server.stop()
-                raise RuntimeError("wsgidav did not open its port") from None
-            time.sleep(0.02)
+from webdav_server import DavServer, own_dav_server, start_wsgidav  # noqa: F401
 
 
 @pytest.fixture(scope="session")
@@ -95,17 +24,6 @@ def dav_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DavServer]:
     try:
         yield server
     finally:
-        server.stop()
-
-
-@pytest.fixture
-def own_dav_server(tmp_path: Path) -> Iterator[DavServer]:
-    """A WsgiDAV process of this test alone, for tests that stop or pause it."""
-    server = start_wsgidav(tmp_path / "dav-root")
-    try:
-        yield server
-    finally:
-        server.resume()
         server.stop()
 
 

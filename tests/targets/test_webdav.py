@@ -17,8 +17,7 @@ from stopline.core.artifacts import Artifact, Asset
 from stopline.targets.base import OutcomeUnknown, RemoteMissing, TargetError
 from stopline.targets.directory import key_slug
 from stopline.targets.webdav import WebDAVTarget
-
-from .conftest import DavServer
+from webdav_server import DavServer
 
 LOCK_BODY = (
     b'<?xml version="1.0" encoding="utf-8"?><D:lockinfo xmlns:D="DAV:">'

@@ -5,56 +5,25 @@ their issue; without a server key every command is refused and says why."""
 from __future__ import annotations
 
 import hashlib
-import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import httpx
-import pytest
 
-from server.httphelp import Server, sign_in
+from proc import free_port
+from server.httphelp import Server, sign_in, start_serve
 from stopline.controller import utcnow
 from stopline.trust.documents import Signed
 
-from .signedlab import CLI, SignedLab, execute_sql, store_time
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from .signedlab import SignedLab, execute_sql, store_time
 
 
 @contextmanager
 def serving(lab: SignedLab, *, signed: bool = True, **env: str) -> Iterator[Server]:
     """A real ``stopline serve`` on the lab's database, stopped afterwards."""
-    port = free_port()
-    log = lab.root / f"serve-{port}.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [*CLI, "serve", "--port", str(port)],
-            env={**lab.env(signed=signed), **env},
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    server = Server(f"http://127.0.0.1:{port}", process, log)
+    server = start_serve(["serve"], env={**lab.env(signed=signed), **env}, folder=lab.root)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"the server exited {process.returncode}: {log.read_text()}")
-            try:
-                if httpx.get(f"{server.base}/openapi.json", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"the server did not answer: {log.read_text()}")
-            time.sleep(0.1)
         yield server
     finally:
         server.stop()
