@@ -2,7 +2,8 @@
 
 A query file ``<file>.sql`` may exist in ``sql/common/`` (the statements that read the same in
 both dialects, written once) and in ``sql/<dialect>/`` (those that differ). A name defined in
-both is an error: every statement has exactly one source.
+both is an error: every statement has exactly one source. ``{{name}}`` in a query stands for the
+text of query ``name`` of the same file set (a fragment two queries share).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from .errors import StoreError
 COMMON = "common"
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 _PARAM = re.compile(r"(?<![:\w]):(\w+)")
+_FRAGMENT = re.compile(r"\{\{(\w+)\}\}")  # {{name}}: the text of query ``name``, shared
 
 
 def _parse(text: str, pyformat: bool) -> dict[str, str]:
@@ -46,7 +48,7 @@ def load(dialect: str, pyformat: bool = False, file: str = "queries") -> dict[st
         found.update(queries)
     if not found:
         raise StoreError(f"no queries named {file!r} for the {dialect} store")
-    return found
+    return {name: _FRAGMENT.sub(lambda m: found[m.group(1)], sql) for name, sql in found.items()}
 
 
 def migrations(dialect: str) -> list[tuple[int, str, str]]:

@@ -12,9 +12,9 @@ ORDER BY outcome;
 -- of data.severity (core/severity.py; absent: normal). `haystack`: the text a search matches
 -- (automation/key and the reason the item stopped), lower-cased; :text comes lower-cased.
 
--- name: stop_page
--- One page, keyset-paged: :sort is oldest (since, id), newest (since desc, id desc) or
--- severity (sev desc, since, id); :after_* is the key of the last row of the previous page.
+-- name: stop_keyed
+-- A fragment (not run alone): the stopped items that match the filters, with when each
+-- entered its state (since), its severity rank (sev) and the text a search matches.
 WITH keyed AS (
     SELECT items.*,
         COALESCE(
@@ -38,6 +38,11 @@ WITH keyed AS (
       AND (CAST(:state AS TEXT) IS NULL OR items.state = CAST(:state AS TEXT))
       AND (CAST(:automation AS TEXT) IS NULL OR items.automation = CAST(:automation AS TEXT))
 )
+
+-- name: stop_page
+-- One page, keyset-paged: :sort is oldest (since, id), newest (since desc, id desc) or
+-- severity (sev desc, since, id); :after_* is the key of the last row of the previous page.
+{{stop_keyed}}
 SELECT * FROM keyed
 WHERE (CAST(:text AS TEXT) IS NULL OR strpos(haystack, CAST(:text AS TEXT)) > 0)
   AND (CAST(:stopped_before AS timestamptz) IS NULL OR since < CAST(:stopped_before AS timestamptz))
@@ -55,29 +60,7 @@ LIMIT :limit;
 
 -- name: stop_counts
 -- How many stopped items match the same filters, by state, and the earliest `since` of each.
-WITH keyed AS (
-    SELECT items.*,
-        COALESCE(
-            (SELECT MAX(e.at) FROM events e
-             WHERE e.item_id = items.id AND (e.from_state IS NULL OR e.from_state <> e.to_state)),
-            items.created_at) AS since,
-        CASE items.data->>'severity' WHEN 'info' THEN 0 WHEN 'low' THEN 1 WHEN 'high' THEN 3
-            WHEN 'critical' THEN 4 ELSE 2 END AS sev,
-        LOWER(items.automation || '/' || items.key
-            || ' ' || COALESCE(items.data->'proposal'->>'action', '')
-            || ' ' || COALESCE(items.data->'proposal'->>'target', '')
-            || ' ' || COALESCE(items.data->'proposal'->>'rationale', '')
-            || ' ' || COALESCE(items.data->'report'->'data'->>'summary', '')
-            || ' ' || COALESCE(items.data->'exception'->>'owner', '')
-            || ' ' || COALESCE(items.data->'exception'->>'why', '')
-            || ' ' || COALESCE(items.data->'account'->'last_error'->>'class', '')
-            || ' ' || COALESCE(items.data->'account'->'last_error'->>'message', '')
-            || ' ' || COALESCE(items.data->'revision'->'failure'->>'reasons', '')) AS haystack
-    FROM items
-    WHERE items.state_class = 'stop'
-      AND (CAST(:state AS TEXT) IS NULL OR items.state = CAST(:state AS TEXT))
-      AND (CAST(:automation AS TEXT) IS NULL OR items.automation = CAST(:automation AS TEXT))
-)
+{{stop_keyed}}
 SELECT state, COUNT(*) AS n, MIN(since) AS oldest FROM keyed
 WHERE (CAST(:text AS TEXT) IS NULL OR strpos(haystack, CAST(:text AS TEXT)) > 0)
   AND (CAST(:stopped_before AS timestamptz) IS NULL OR since < CAST(:stopped_before AS timestamptz))

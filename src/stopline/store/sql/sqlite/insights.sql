@@ -12,9 +12,9 @@ ORDER BY outcome;
 -- of data.severity (core/severity.py; absent: normal). `haystack`: the text a search matches
 -- (automation/key and the reason the item stopped), lower-cased; :text comes lower-cased.
 
--- name: stop_page
--- One page, keyset-paged: :sort is oldest (since, id), newest (since desc, id desc) or
--- severity (sev desc, since, id); :after_* is the key of the last row of the previous page.
+-- name: stop_keyed
+-- A fragment (not run alone): the stopped items that match the filters, with when each
+-- entered its state (since), its severity rank (sev) and the text a search matches.
 WITH keyed AS (
     SELECT items.*,
         COALESCE(
@@ -38,6 +38,11 @@ WITH keyed AS (
       AND (:state IS NULL OR items.state = :state)
       AND (:automation IS NULL OR items.automation = :automation)
 )
+
+-- name: stop_page
+-- One page, keyset-paged: :sort is oldest (since, id), newest (since desc, id desc) or
+-- severity (sev desc, since, id); :after_* is the key of the last row of the previous page.
+{{stop_keyed}}
 SELECT * FROM keyed
 WHERE (:text IS NULL OR instr(haystack, :text) > 0)
   AND (:stopped_before IS NULL OR since < :stopped_before)
@@ -55,29 +60,7 @@ LIMIT :limit;
 
 -- name: stop_counts
 -- How many stopped items match the same filters, by state, and the earliest `since` of each.
-WITH keyed AS (
-    SELECT items.*,
-        COALESCE(
-            (SELECT MAX(e.at) FROM events e
-             WHERE e.item_id = items.id AND (e.from_state IS NULL OR e.from_state <> e.to_state)),
-            items.created_at) AS since,
-        CASE json_extract(items.data, '$.severity') WHEN 'info' THEN 0 WHEN 'low' THEN 1 WHEN 'high' THEN 3
-            WHEN 'critical' THEN 4 ELSE 2 END AS sev,
-        LOWER(items.automation || '/' || items.key
-            || ' ' || COALESCE(json_extract(items.data, '$.proposal.action'), '')
-            || ' ' || COALESCE(json_extract(items.data, '$.proposal.target'), '')
-            || ' ' || COALESCE(json_extract(items.data, '$.proposal.rationale'), '')
-            || ' ' || COALESCE(json_extract(items.data, '$.report.data.summary'), '')
-            || ' ' || COALESCE(json_extract(items.data, '$.exception.owner'), '')
-            || ' ' || COALESCE(json_extract(items.data, '$.exception.why'), '')
-            || ' ' || COALESCE(json_extract(items.data, '$.account.last_error.class'), '')
-            || ' ' || COALESCE(json_extract(items.data, '$.account.last_error.message'), '')
-            || ' ' || COALESCE(json_extract(items.data, '$.revision.failure.reasons'), '')) AS haystack
-    FROM items
-    WHERE items.state_class = 'stop'
-      AND (:state IS NULL OR items.state = :state)
-      AND (:automation IS NULL OR items.automation = :automation)
-)
+{{stop_keyed}}
 SELECT state, COUNT(*) AS n, MIN(since) AS oldest FROM keyed
 WHERE (:text IS NULL OR instr(haystack, :text) > 0)
   AND (:stopped_before IS NULL OR since < :stopped_before)
