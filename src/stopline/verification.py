@@ -2,7 +2,8 @@
 
 Items: each history replays (chain, sequence, legal transitions), its last event seals the
 stored record, the proposal hashes to its digest and each counted approval was recorded by an
-approve event. The store: the ledger holds every item's creation and every person's command
+approve event; every document an item row references is stored and hashes to its digest. The
+store: the ledger holds every item's creation and every person's command
 with the hash it has now (a deleted item, a rewritten history), the registry tables say what
 the registry chain recorded, every idempotency key matches the event written under it, names
 are in the safe alphabet. Recorded incidents (items stopped ``integrity_failed``) are listed
@@ -167,6 +168,7 @@ def verify_store(store: Store, trust: Trust | None = None) -> Report:
                     f"state {state} is {expected}, the row says {stored_class}",
                 )
             )
+    report.findings += store.document_findings()
     # (the registry against the ledger is in registry.findings, below)
     report.findings += ledger_findings(store.ledger(), histories)
     report.findings += registry.findings

@@ -65,6 +65,10 @@ APPROVAL_ALTERED = "approval_altered"
 APPROVAL_UNRECORDED = "approval_unrecorded"
 RECORD_MALFORMED = "record_malformed"
 AUTHOR_MALFORMED = "author_malformed"
+# A document of an item row (stored apart by digest, see stopline.store.documents) is gone, or
+# its stored body no longer hashes to the digest the row names: the record cannot be read whole.
+DOCUMENT_MISSING = "document_missing"
+DOCUMENT_ALTERED = "document_altered"
 
 
 def data_digest(data: Mapping[str, Any]) -> str:

@@ -21,6 +21,7 @@ from ..core.ledger import (
     shard_of,
 )
 from ..core.records import Event, Item
+from .documents import DocumentCache, documents_of
 from .errors import StoreError
 from .heartbeats import SQLHeartbeats
 from .insights import SQLInsights
@@ -39,20 +40,19 @@ class SQLStore(SQLSchema):
         self.insights = SQLInsights(self)  # the ports beside the items-and-events protocol
         self.outbox = SQLOutbox(self)
         self.heartbeats = SQLHeartbeats(self)
+        self.documents = DocumentCache()
 
     # --- items ----------------------------------------------------------------------------------
 
     def get(self, item_id: str) -> Item | None:
         with self._read() as cur:
             cur.execute(self.q["get_item"], {"id": item_id})
-            row = cur.fetchone()
-        return None if row is None else self._item(row)
+            return self._one(cur.fetchone(), cur)
 
     def find(self, automation: str, key: str) -> Item | None:
         with self._read() as cur:
             cur.execute(self.q["find_item"], {"automation": automation, "key": key})
-            row = cur.fetchone()
-        return None if row is None else self._item(row)
+            return self._one(cur.fetchone(), cur)
 
     def list_items(
         self,
@@ -65,7 +65,7 @@ class SQLStore(SQLSchema):
         params = {"state": state, "automation": automation, "state_class": state_class}
         with self._read() as cur:
             cur.execute(self.q["list_items"], {**params, "limit": limit})
-            return [self._item(r) for r in cur.fetchall()]
+            return self._items(cur.fetchall(), cur)
 
     def count_by_state(self) -> list[dict[str, Any]]:
         with self._read() as cur:
@@ -92,19 +92,22 @@ class SQLStore(SQLSchema):
     def iter_items_with_events(self) -> Iterator[tuple[Item, list[Event]]]:
         with self._read() as cur:
             cur.execute(self.q["all_items"], {})
-            items = [self._item(r) for r in cur.fetchall()]
+            items = self._items(cur.fetchall(), cur)
         for item in items:
             yield item, self.history(item.id)
 
     def insert(self, decision: Decision) -> bool:
         assert decision.after is not None and decision.event is not None
+        params, documents = self._item_row(decision.after)
         with self._write() as cur:
             cur.execute(self.q["lock_ledger"], {"shard": shard_of(decision.after.id)})
-            cur.execute(self.q["insert_item"], self._item_params(decision.after))
+            cur.execute(self.q["insert_item"], params)
             if self._rowcount(cur) != 1:
                 return False
+            self._insert_documents(cur, documents)
             cur.execute(self.q["insert_event"], self._event_params(decision.event))
             self._ledger_event(cur, CREATE, decision.event)
+        self._remember(documents)
         return True
 
     def apply(
@@ -125,6 +128,7 @@ class SQLStore(SQLSchema):
                 cur.execute(self.q["update_item"], params)
                 if self._rowcount(cur) != 1:
                     raise _Stale()
+                self._insert_documents(cur, documents_of(params))
                 cur.execute(self.q["insert_event"], params)
                 if idempotency is not None:
                     self._insert_idempotency(cur, idempotency, params["id"], params["at"])
@@ -134,6 +138,7 @@ class SQLStore(SQLSchema):
             return False
         except self.integrity_errors:
             return False  # a concurrent write took the same idempotency key first
+        self._remember(documents_of(params))
         return True
 
     def apply_many(self, decisions: Sequence[Decision]) -> list[bool]:
@@ -154,8 +159,10 @@ class SQLStore(SQLSchema):
                 written = self._apply_grouped([params for _, params in grouped])
             except self.integrity_errors:  # rolled back whole: one at a time, each on its own
                 written = [self.apply(decisions[n]) for n, _ in grouped]
-            for (n, _), ok in zip(grouped, written, strict=True):
+            for (n, params), ok in zip(grouped, written, strict=True):
                 results[n] = ok
+                if ok:
+                    self._remember(documents_of(params))
         return [bool(ok) for ok in results]
 
     def _apply_grouped(self, rows: Sequence[dict[str, Any]]) -> list[bool]:
@@ -167,19 +174,24 @@ class SQLStore(SQLSchema):
                 if self._rowcount(cur) != 1:
                     written.append(False)
                     continue
+                self._insert_documents(cur, documents_of(params))
                 cur.execute(self.q["insert_event"], params)
                 written.append(True)
         return written
 
     def _apply_params(self, decision: Decision) -> dict[str, Any]:
-        """The parameters of an applied decision: the new item, its event, the version guard."""
+        """The parameters of an applied decision: the new item (its documents apart, those not
+        stored yet in ``doc_digests`` and ``doc_bodies``), its event, the version guard."""
         before, after, event = decision.before, decision.after, decision.event
         if before is None or after is None or event is None:
             raise StoreError("only an applied decision about an existing item can be written")
+        row, documents = self._item_row(after)
         return {
-            **self._item_params(after),
+            **row,
             **self._event_params(event),
             "expected_version": before.version,
+            "doc_digests": [d for d, _ in documents],
+            "doc_bodies": [b for _, b in documents],
         }
 
     def _insert_idempotency(
@@ -213,8 +225,7 @@ class SQLStore(SQLSchema):
         params["leases"] = self._leases_param(now, leases)
         with self._claiming() as cur:
             cur.execute(self.q["claim"], params)
-            row = cur.fetchone()
-        return None if row is None else self._item(row)
+            return self._one(cur.fetchone(), cur)
 
     def claim_batch(
         self,
@@ -233,7 +244,7 @@ class SQLStore(SQLSchema):
         params["limit"] = max(1, int(limit))
         with self._claiming() as cur:
             cur.execute(self.q["claim_batch"], params)
-            items = [self._item(row) for row in cur.fetchall()]
+            items = self._items(cur.fetchall(), cur)
         return sorted(items, key=lambda item: (item.next_eligible_at, item.id))
 
     def _leases_param(self, now: datetime, leases: Mapping[str, float] | None) -> str | None:
@@ -272,7 +283,7 @@ class SQLStore(SQLSchema):
     def sweepable(self, now: datetime, limit: int = 100) -> list[Item]:
         with self._read() as cur:
             cur.execute(self.q["sweepable"], {"now": self._time(now), "limit": limit})
-            return [self._item(r) for r in cur.fetchall()]
+            return self._items(cur.fetchall(), cur)
 
     def next_due(self, automations: Sequence[str] | None = None) -> datetime | None:
         with self._read() as cur:

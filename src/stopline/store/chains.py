@@ -10,10 +10,10 @@ from typing import Any
 from ..core.ledger import REGISTRY, REGISTRY_KIND, LedgerEntry, entry, shard_of
 from ..core.records import Event
 from ..core.registry import event_hash
-from .rows import SQLRows
+from .documents import SQLDocuments
 
 
-class SQLChains(SQLRows):
+class SQLChains(SQLDocuments):
     """Appending to the ledger and the registry (inside a caller's write) and reading them."""
 
     def _append_ledger(

@@ -237,11 +237,12 @@ class SQLInsights:
         with s._read() as cur:
             cur.execute(self._q["stop_page"], self._stop_params(query))
             rows = cur.fetchall()
+            items = s._items(rows, cur)
         found = []
-        for r in rows:
+        for r, item in zip(rows, items, strict=True):
             since = s._from_time(r["since"])
             assert since is not None
-            found.append(StopRow(s._item(r), since, SEVERITIES[int(r["sev"])]))
+            found.append(StopRow(item, since, SEVERITIES[int(r["sev"])]))
         return found
 
     def stop_counts(self, query: StopQuery) -> list[StateCount]:
@@ -271,7 +272,7 @@ class SQLInsights:
         }
         with s._read() as cur:
             cur.execute(self._q["stuck_work"], params)
-            return [s._item(r) for r in cur.fetchall()]
+            return s._items(cur.fetchall(), cur)
 
     def stuck_count(self, before: datetime) -> int:
         s = self._store

@@ -31,6 +31,7 @@ starting at once apply each migration exactly once, the second one waiting for t
 
 from __future__ import annotations
 
+import json
 import select
 import threading
 import time
@@ -47,9 +48,10 @@ from psycopg_pool import ConnectionPool
 
 from ..core.canonical import CanonicalError
 from ..core.decision import Decision
-from ..core.frozen import storage_json
+from ..core.frozen import freeze, storage_json
 from ..core.ledger import ledger_kind
 from .base import SQLStore
+from .documents import documents_of
 
 CHANNEL = "stopline_work"
 MIGRATION_LOCK = "stopline.migrate"  # hashed into the advisory lock key
@@ -71,7 +73,9 @@ def probe(url: str, timeout: float) -> str | None:
 class PostgresStore(SQLStore):
     dialect = "postgres"
     pyformat = True
-    integrity_errors = (psycopg.errors.UniqueViolation,)
+    # A deadlock (two writes inserting the same new documents in another order) rolled back
+    # the write whole: like a lost compare-and-set, the caller reads the item again.
+    integrity_errors = (psycopg.errors.UniqueViolation, psycopg.errors.DeadlockDetected)
 
     def __init__(
         self,
@@ -158,9 +162,12 @@ class PostgresStore(SQLStore):
             with self._single() as cur:
                 cur.execute(self.q["apply_decision"], params)
                 row = cur.fetchone()
-        except psycopg.errors.UniqueViolation:
+        except self.integrity_errors:
             return False  # a concurrent write took the same idempotency key (or event) first
-        return row is not None and int(row["n"]) == 1
+        if row is None or int(row["n"]) != 1:
+            return False
+        self._remember(documents_of(params))
+        return True
 
     def _apply_grouped(self, rows: Sequence[dict[str, Any]]) -> list[bool]:
         """One transaction, the statements pipelined: per row the one-statement write of
@@ -198,6 +205,9 @@ class PostgresStore(SQLStore):
     def _from_time(value: Any) -> datetime | None:
         found = SQLStore._from_time(value)
         return None if found is None else found.astimezone(UTC)
+
+    def _document_value(self, body: str) -> Any:
+        return freeze(json.loads(body))  # as psycopg reads a json column, frozen
 
     def _json(self, value: Any) -> Any:
         # ``json``, not ``jsonb``: the stored text is kept exactly, so digests and event hashes

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from ..core.decision import Decision
+from ..core.integrity import Finding
 from ..core.ledger import LedgerEntry
 from ..core.policy import Policy
 from ..core.records import Actor, Event, Item
@@ -200,5 +201,10 @@ class Store(Protocol):
     def legacy_seals(self) -> dict[str, tuple[str, str]]: ...
 
     def item_classes(self) -> list[tuple[str, str, str]]: ...
+
+    def document_findings(self) -> list[Finding]:
+        """Every item row's reference to a document that is missing or no longer hashes to
+        its digest (``document_missing``, ``document_altered``), and every altered body."""
+        ...
 
     def set_last_discovery(self, automation: str, at: datetime) -> None: ...

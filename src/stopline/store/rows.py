@@ -77,7 +77,8 @@ class SQLRows(ABC):
     def _rowcount(cur: Any) -> int:
         return int(cur.rowcount)
 
-    def _item(self, row: Row) -> Item:
+    def _item(self, row: Row, *, data: Any = None) -> Item:
+        """The item of ``row``; ``data``: its documents already read (see :mod:`.documents`)."""
         created = self._from_time(row["created_at"])
         updated = self._from_time(row["updated_at"])
         eligible = self._from_time(row["next_eligible_at"])
@@ -100,10 +101,11 @@ class SQLRows(ABC):
             lease_expires_at=self._from_time(row["lease_expires_at"]),
             claimed_at=self._from_time(row["claimed_at"]),
             attempt_log=tuple(self._from_json_frozen(row["attempt_log"])),
-            data=self._from_json_frozen(row["data"]),
+            data=self._from_json_frozen(row["data"]) if data is None else data,
         )
 
-    def _item_params(self, item: Item) -> dict[str, Any]:
+    def _item_params(self, item: Item, *, data: Any = None) -> dict[str, Any]:
+        """Every column of ``item``'s row; ``data``: what to store instead of its documents."""
         return {
             "id": item.id,
             "automation": item.automation,
@@ -123,7 +125,7 @@ class SQLRows(ABC):
             "lease_expires_at": self._time(item.lease_expires_at),
             "claimed_at": self._time(item.claimed_at),
             "attempt_log": self._json(list(item.attempt_log)),
-            "data": self._json(item.data),
+            "data": self._json(item.data if data is None else data),
         }
 
     def _event(self, row: Row) -> Event:

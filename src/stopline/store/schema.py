@@ -13,6 +13,7 @@ from .actors import SQLActors
 from .errors import SchemaMismatch
 
 INTEGRITY_MIGRATION = 4  # 0004_integrity: the ledger and seals (see _record_legacy)
+DOCUMENTS_MIGRATION = 7  # 0007_documents: documents stored apart (see _store_lookalikes)
 
 
 class SQLSchema(SQLActors):
@@ -37,6 +38,8 @@ class SQLSchema(SQLActors):
         """Data steps of a migration, run in its transaction (under its lock)."""
         if version == INTEGRITY_MIGRATION:
             self._record_legacy(cur)
+        if version == DOCUMENTS_MIGRATION:
+            self._store_lookalikes(cur)
 
     def _record_legacy(self, cur: Any) -> None:
         """Upgrading a database from before the ledger and seals: record what is there now, as

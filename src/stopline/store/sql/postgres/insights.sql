@@ -14,8 +14,36 @@ ORDER BY outcome;
 
 -- name: stop_keyed
 -- A fragment (not run alone): the stopped items that match the filters, with when each
--- entered its state (since), its severity rank (sev) and the text a search matches.
-WITH keyed AS (
+-- entered its state (since), its severity rank (sev) and the text a search matches. `docs`:
+-- the documents the search reads, each from the documents table when the row holds a
+-- reference to it ({"$doc": digest}, stopline.store.documents), else inline.
+WITH docs AS (
+    SELECT items.id AS doc_id,
+        COALESCE((SELECT CAST(d.body AS json) FROM documents d
+                  WHERE d.digest = items.data->'proposal'->>'$doc'
+                    AND encode(sha256(convert_to(d.body, 'UTF8')), 'hex') = d.digest),
+                 items.data->'proposal') AS proposal,
+        COALESCE((SELECT CAST(d.body AS json) FROM documents d
+                  WHERE d.digest = items.data->'report'->>'$doc'
+                    AND encode(sha256(convert_to(d.body, 'UTF8')), 'hex') = d.digest),
+                 items.data->'report') AS report,
+        COALESCE((SELECT CAST(d.body AS json) FROM documents d
+                  WHERE d.digest = items.data->'exception'->>'$doc'
+                    AND encode(sha256(convert_to(d.body, 'UTF8')), 'hex') = d.digest),
+                 items.data->'exception') AS exception,
+        COALESCE((SELECT CAST(d.body AS json) FROM documents d
+                  WHERE d.digest = items.data->'account'->>'$doc'
+                    AND encode(sha256(convert_to(d.body, 'UTF8')), 'hex') = d.digest),
+                 items.data->'account') AS account,
+        COALESCE((SELECT CAST(d.body AS json) FROM documents d
+                  WHERE d.digest = items.data->'revision'->>'$doc'
+                    AND encode(sha256(convert_to(d.body, 'UTF8')), 'hex') = d.digest),
+                 items.data->'revision') AS revision
+    FROM items
+    WHERE items.state_class = 'stop'
+      AND (CAST(:state AS TEXT) IS NULL OR items.state = CAST(:state AS TEXT))
+      AND (CAST(:automation AS TEXT) IS NULL OR items.automation = CAST(:automation AS TEXT))
+), keyed AS (
     SELECT items.*,
         COALESCE(
             (SELECT MAX(e.at) FROM events e
@@ -24,19 +52,16 @@ WITH keyed AS (
         CASE items.data->>'severity' WHEN 'info' THEN 0 WHEN 'low' THEN 1 WHEN 'high' THEN 3
             WHEN 'critical' THEN 4 ELSE 2 END AS sev,
         LOWER(items.automation || '/' || items.key
-            || ' ' || COALESCE(items.data->'proposal'->>'action', '')
-            || ' ' || COALESCE(items.data->'proposal'->>'target', '')
-            || ' ' || COALESCE(items.data->'proposal'->>'rationale', '')
-            || ' ' || COALESCE(items.data->'report'->'data'->>'summary', '')
-            || ' ' || COALESCE(items.data->'exception'->>'owner', '')
-            || ' ' || COALESCE(items.data->'exception'->>'why', '')
-            || ' ' || COALESCE(items.data->'account'->'last_error'->>'class', '')
-            || ' ' || COALESCE(items.data->'account'->'last_error'->>'message', '')
-            || ' ' || COALESCE(items.data->'revision'->'failure'->>'reasons', '')) AS haystack
-    FROM items
-    WHERE items.state_class = 'stop'
-      AND (CAST(:state AS TEXT) IS NULL OR items.state = CAST(:state AS TEXT))
-      AND (CAST(:automation AS TEXT) IS NULL OR items.automation = CAST(:automation AS TEXT))
+            || ' ' || COALESCE(docs.proposal->>'action', '')
+            || ' ' || COALESCE(docs.proposal->>'target', '')
+            || ' ' || COALESCE(docs.proposal->>'rationale', '')
+            || ' ' || COALESCE(docs.report->'data'->>'summary', '')
+            || ' ' || COALESCE(docs.exception->>'owner', '')
+            || ' ' || COALESCE(docs.exception->>'why', '')
+            || ' ' || COALESCE(docs.account->'last_error'->>'class', '')
+            || ' ' || COALESCE(docs.account->'last_error'->>'message', '')
+            || ' ' || COALESCE(docs.revision->'failure'->>'reasons', '')) AS haystack
+    FROM items JOIN docs ON docs.doc_id = items.id
 )
 
 -- name: stop_page

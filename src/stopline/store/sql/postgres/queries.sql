@@ -226,8 +226,9 @@ ON CONFLICT (automation) DO UPDATE SET last_run_at = excluded.last_run_at;
 
 -- name: apply_decision
 -- An applied decision as ONE statement, in autocommit: the compare-and-set update of the item,
--- its one event, and (when :ikey is not null) the idempotency key commit together or not at
--- all. A lost race updates nothing and so inserts nothing: n = 0.
+-- its one event, the documents its row references that were not stored yet (:doc_digests,
+-- :doc_bodies, by digest) and (when :ikey is not null) the idempotency key commit together or
+-- not at all. A lost race updates nothing and so inserts nothing: n = 0.
 WITH updated AS (
     UPDATE items SET state = :state, state_class = :state_class, version = :version,
         seq = :seq, head = :head, updated_at = :updated_at, attempts = :attempts,
@@ -244,6 +245,13 @@ WITH updated AS (
         :digests, :detail, :prev_hash, :hash
     FROM updated
     RETURNING item_id
+), docs AS (
+    INSERT INTO documents (digest, body)
+    SELECT d.digest, d.body
+    FROM unnest(CAST(:doc_digests AS text[]), CAST(:doc_bodies AS text[])) AS d(digest, body)
+    WHERE EXISTS (SELECT 1 FROM updated)
+    ON CONFLICT (digest) DO NOTHING
+    RETURNING digest
 ), keyed AS (
     INSERT INTO idempotency (key, command_digest, item_id, decision, at)
     SELECT :ikey, :command_digest, id, :decision, :at FROM updated
@@ -306,3 +314,20 @@ INSERT INTO legacy_seals (item_id, head, seal, at) VALUES (:item_id, :head, :sea
 
 -- name: list_legacy_seals
 SELECT item_id, head, seal FROM legacy_seals ORDER BY item_id;
+
+-- name: insert_document
+-- A document of an item row (stopline.store.documents), stored once by its digest.
+INSERT INTO documents (digest, body) VALUES (:digest, :body) ON CONFLICT (digest) DO NOTHING;
+
+-- name: get_documents
+SELECT digest, body FROM documents WHERE digest = ANY (CAST(:digests AS text[]));
+
+-- name: list_documents
+SELECT digest, body FROM documents;
+
+-- name: referencing_items
+-- The rows whose data may hold a reference to a document (the store parses the rest).
+SELECT id, data FROM items WHERE strpos(CAST(data AS text), '"$doc"') > 0;
+
+-- name: set_item_data
+UPDATE items SET data = :data WHERE id = :id;

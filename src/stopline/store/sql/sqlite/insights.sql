@@ -14,8 +14,36 @@ ORDER BY outcome;
 
 -- name: stop_keyed
 -- A fragment (not run alone): the stopped items that match the filters, with when each
--- entered its state (since), its severity rank (sev) and the text a search matches.
-WITH keyed AS (
+-- entered its state (since), its severity rank (sev) and the text a search matches. `docs`:
+-- the documents the search reads, each from the documents table when the row holds a
+-- reference to it ({"$doc": digest}, stopline.store.documents), else inline.
+WITH docs AS (
+    SELECT items.id AS doc_id,
+        COALESCE((SELECT d.body FROM documents d
+                  WHERE d.digest = json_extract(items.data, '$.proposal."$doc"')
+                    AND json_valid(d.body)),
+                 json_extract(items.data, '$.proposal')) AS proposal,
+        COALESCE((SELECT d.body FROM documents d
+                  WHERE d.digest = json_extract(items.data, '$.report."$doc"')
+                    AND json_valid(d.body)),
+                 json_extract(items.data, '$.report')) AS report,
+        COALESCE((SELECT d.body FROM documents d
+                  WHERE d.digest = json_extract(items.data, '$.exception."$doc"')
+                    AND json_valid(d.body)),
+                 json_extract(items.data, '$.exception')) AS exception,
+        COALESCE((SELECT d.body FROM documents d
+                  WHERE d.digest = json_extract(items.data, '$.account."$doc"')
+                    AND json_valid(d.body)),
+                 json_extract(items.data, '$.account')) AS account,
+        COALESCE((SELECT d.body FROM documents d
+                  WHERE d.digest = json_extract(items.data, '$.revision."$doc"')
+                    AND json_valid(d.body)),
+                 json_extract(items.data, '$.revision')) AS revision
+    FROM items
+    WHERE items.state_class = 'stop'
+      AND (:state IS NULL OR items.state = :state)
+      AND (:automation IS NULL OR items.automation = :automation)
+), keyed AS (
     SELECT items.*,
         COALESCE(
             (SELECT MAX(e.at) FROM events e
@@ -24,19 +52,16 @@ WITH keyed AS (
         CASE json_extract(items.data, '$.severity') WHEN 'info' THEN 0 WHEN 'low' THEN 1 WHEN 'high' THEN 3
             WHEN 'critical' THEN 4 ELSE 2 END AS sev,
         LOWER(items.automation || '/' || items.key
-            || ' ' || COALESCE(json_extract(items.data, '$.proposal.action'), '')
-            || ' ' || COALESCE(json_extract(items.data, '$.proposal.target'), '')
-            || ' ' || COALESCE(json_extract(items.data, '$.proposal.rationale'), '')
-            || ' ' || COALESCE(json_extract(items.data, '$.report.data.summary'), '')
-            || ' ' || COALESCE(json_extract(items.data, '$.exception.owner'), '')
-            || ' ' || COALESCE(json_extract(items.data, '$.exception.why'), '')
-            || ' ' || COALESCE(json_extract(items.data, '$.account.last_error.class'), '')
-            || ' ' || COALESCE(json_extract(items.data, '$.account.last_error.message'), '')
-            || ' ' || COALESCE(json_extract(items.data, '$.revision.failure.reasons'), '')) AS haystack
-    FROM items
-    WHERE items.state_class = 'stop'
-      AND (:state IS NULL OR items.state = :state)
-      AND (:automation IS NULL OR items.automation = :automation)
+            || ' ' || COALESCE(json_extract(docs.proposal, '$.action'), '')
+            || ' ' || COALESCE(json_extract(docs.proposal, '$.target'), '')
+            || ' ' || COALESCE(json_extract(docs.proposal, '$.rationale'), '')
+            || ' ' || COALESCE(json_extract(docs.report, '$.data.summary'), '')
+            || ' ' || COALESCE(json_extract(docs.exception, '$.owner'), '')
+            || ' ' || COALESCE(json_extract(docs.exception, '$.why'), '')
+            || ' ' || COALESCE(json_extract(docs.account, '$.last_error.class'), '')
+            || ' ' || COALESCE(json_extract(docs.account, '$.last_error.message'), '')
+            || ' ' || COALESCE(json_extract(docs.revision, '$.failure.reasons'), '')) AS haystack
+    FROM items JOIN docs ON docs.doc_id = items.id
 )
 
 -- name: stop_page

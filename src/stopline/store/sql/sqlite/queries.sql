@@ -263,3 +263,21 @@ INSERT INTO legacy_seals (item_id, head, seal, at) VALUES (:item_id, :head, :sea
 
 -- name: list_legacy_seals
 SELECT item_id, head, seal FROM legacy_seals ORDER BY item_id;
+
+-- name: insert_document
+-- A document of an item row (stopline.store.documents), stored once by its digest.
+INSERT INTO documents (digest, body) VALUES (:digest, :body) ON CONFLICT (digest) DO NOTHING;
+
+-- name: get_documents
+-- The documents named in :digests (a JSON array of digests).
+SELECT digest, body FROM documents WHERE digest IN (SELECT value FROM json_each(:digests));
+
+-- name: list_documents
+SELECT digest, body FROM documents;
+
+-- name: referencing_items
+-- The rows whose data may hold a reference to a document (the store parses the rest).
+SELECT id, data FROM items WHERE instr(data, '"$doc"') > 0;
+
+-- name: set_item_data
+UPDATE items SET data = :data WHERE id = :id;
