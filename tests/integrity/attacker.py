@@ -41,6 +41,10 @@ _SQLITE_GUARDS = {  # name -> the statement that puts it back
     " BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
     "ledger_no_delete": "CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger"
     " BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+    "documents_no_update": "CREATE TRIGGER documents_no_update BEFORE UPDATE ON documents"
+    " BEGIN SELECT RAISE(ABORT, 'documents are append-only'); END",
+    "documents_no_delete": "CREATE TRIGGER documents_no_delete BEFORE DELETE ON documents"
+    " BEGIN SELECT RAISE(ABORT, 'documents are append-only'); END",
 }
 
 
@@ -50,7 +54,7 @@ class Attacker:
     def __init__(self, url: str) -> None:
         self.store: Any = open_store(url, migrate=False)  # a SQLStore: its codecs are used
         self.dialect: str = self.store.dialect
-        self.guarded = [t for t in ("events", "ledger") if self._has_table(t)]
+        self.guarded = [t for t in ("events", "ledger", "documents") if self._has_table(t)]
 
     def _has_table(self, name: str) -> bool:
         query = (
