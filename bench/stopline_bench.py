@@ -7,7 +7,8 @@ exactly the raw loop's two commits. Items are discovered before the clock starts
 With ``batch`` N > 1 each worker claims up to N items in one statement, runs up to N at once
 and commits up to N decisions in one transaction (``--batch``): a claim and a commit are then
 shared by several transitions. Each row also says how many bytes of rows one transition writes
-(``row_bytes_per_transition``: the item row it rewrites plus its event row, as stored) and, on
+(``row_bytes_per_transition``: the item row it rewrites plus its event row, as stored, plus
+its share of the documents written apart, each once) and, on
 SQLite, what the worker processes wrote to disk per transition (``disk_bytes_per_transition``,
 from ``/proc/self/io``: WAL frames and checkpoints included).
 """
@@ -88,31 +89,53 @@ def _drain(
     store.close()
 
 
+ROW_TABLES = ("items", "events", "documents")
+
+
 def row_bytes(url: str) -> float | None:
     """Bytes of rows one transition writes: the mean stored size of an item row (rewritten
-    at each transition) plus that of an event row. PostgreSQL: ``pg_column_size`` of the row;
-    SQLite: the bytes of every column's value."""
-    sizes: dict[str, float] = {}
+    at each transition) plus that of an event row, plus the documents written (each once, by
+    digest: table ``documents``, when the schema has it) shared over every write of an item
+    row, one per event row. PostgreSQL: ``pg_column_size`` of the row; SQLite: the bytes of
+    every column's value."""
+    totals: dict[str, float] = {}
+    counts: dict[str, int] = {}
     if url.startswith("sqlite:"):
         import sqlite3
         from urllib.parse import urlparse
 
         conn = sqlite3.connect(urlparse(url).path[1:])
         try:
-            for table in ("items", "events"):
-                rows = conn.execute(f"SELECT * FROM {table}").fetchall()
-                total = sum(len(str(v).encode()) for row in rows for v in row if v is not None)
-                sizes[table] = total / max(1, len(rows))
+            present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+            for table in ROW_TABLES:
+                rows = conn.execute(f"SELECT * FROM {table}").fetchall() if table in present else []
+                totals[table] = sum(len(str(v).encode()) for r in rows for v in r if v is not None)
+                counts[table] = len(rows)
         finally:
             conn.close()
     else:
         import psycopg
 
         with psycopg.connect(url) as pg:
-            for table in ("items", "events"):
-                found = pg.execute(f"SELECT avg(pg_column_size(t.*)) FROM {table} t").fetchone()
-                sizes[table] = float(found[0] or 0) if found else 0.0
-    return round(sizes["items"] + sizes["events"], 1)
+            for table in ROW_TABLES:
+                found = pg.execute(
+                    f"SELECT to_regclass('{table}') IS NOT NULL AS present"
+                ).fetchone()
+                if not found or not found[0]:
+                    totals[table], counts[table] = 0.0, 0
+                    continue
+                found = pg.execute(
+                    f"SELECT sum(pg_column_size(t.*)), count(*) FROM {table} t"
+                ).fetchone()
+                totals[table] = float(found[0] or 0) if found else 0.0
+                counts[table] = int(found[1] or 0) if found else 0
+    writes = max(1, counts["events"])  # every write of an item row writes one event
+    per_write = (
+        totals["items"] / max(1, counts["items"])
+        + totals["events"] / writes
+        + totals["documents"] / writes
+    )
+    return round(per_write, 1)
 
 
 def run_once(cfg: BenchConfig, url: str, store_label: str, workers: int, batch: int = 1) -> Row:
