@@ -79,13 +79,13 @@ class DocumentCache:
         self.max_chars = max_chars
         self._bodies: OrderedDict[str, str] = OrderedDict()
         self._chars = 0
-        self._lock = threading.Lock()
+        self._guard = threading.Lock()
 
     def __contains__(self, digest: object) -> bool:
         return digest in self._bodies
 
     def get(self, digest: str) -> str | None:
-        with self._lock:
+        with self._guard:
             body = self._bodies.get(digest)
             if body is not None:
                 self._bodies.move_to_end(digest)
@@ -94,7 +94,7 @@ class DocumentCache:
     def put(self, digest: str, body: str) -> None:
         if len(body) > self.max_chars:
             return
-        with self._lock:
+        with self._guard:
             if digest in self._bodies:
                 self._bodies.move_to_end(digest)
                 return
@@ -105,7 +105,7 @@ class DocumentCache:
                 self._chars -= len(dropped)
 
     def clear(self) -> None:
-        with self._lock:
+        with self._guard:
             self._bodies.clear()
             self._chars = 0
 

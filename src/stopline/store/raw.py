@@ -45,7 +45,8 @@ def json_value(store: Store, value: Any) -> Any:
 
 
 def item_row(store: Store, item: Item) -> dict[str, Any]:
-    """Every column of an item's row, as the store writes it."""
+    """Every column of an item's row, its documents inline: as a row written before migration
+    7 holds them (the store reads it exactly as the row it writes now, documents apart)."""
     return _sql(store)._item_params(item)
 
 
