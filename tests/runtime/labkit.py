@@ -200,12 +200,19 @@ class Lab:
             conn.close()
 
     def items(self) -> dict[str, dict[str, Any]]:
-        """Every item row by ``automation/key``, ``attempt_log`` and ``data`` parsed."""
+        """Every item row by ``automation/key``, ``attempt_log`` and ``data`` parsed (each
+        document the row references by digest put back from ``documents``)."""
         rows = self.query("SELECT * FROM items")
+        bodies = {r["digest"]: r["body"] for r in self.query("SELECT digest, body FROM documents")}
         out = {}
         for row in rows:
             row["attempt_log"] = json.loads(row["attempt_log"])
-            row["data"] = json.loads(row["data"])
+            row["data"] = {
+                k: json.loads(bodies[v["$doc"]])
+                if isinstance(v, dict) and set(v) == {"$doc"}
+                else v
+                for k, v in json.loads(row["data"]).items()
+            }
             out[f"{row['automation']}/{row['key']}"] = row
         return out
 
