@@ -1,0 +1,402 @@
+"""Memory: the peak RSS of a worker and of ``stopline serve`` with 10^3 and 10^5 stopped items.
+
+Target: the worker's memory is flat (within 10 %) from 10^3 to 10^5 stopped items; the server's
+is reported the same way. For each backlog and store (SQLite FULL file, PostgreSQL database):
+
+1. one real item of ``io_app.app_fast`` (observe returns at once, propose reports for review)
+   goes through the real worker (``stopline run io_app:app_fast --once``) to
+   ``ready_for_review``: the seed;
+2. the seed's item row and its event rows are copied by SQL, with new ids and keys and times
+   one second apart, up to N stopped items (the copies carry no ledger rows and their copied
+   hashes do not verify: ``stopline verify`` would report them; no read measured here checks);
+3. ``DUE`` new items are discovered for the same automation (``decide`` + ``store.insert``);
+4. **worker**: ``stopline run io_app:app_fast --once`` drains them in a subprocess; its peak
+   RSS is ``ru_maxrss`` from ``os.wait4``; every due item must have reached
+   ``ready_for_review``;
+5. **serve**: ``stopline serve`` answers, ``ROUNDS`` times, the inbox's first page, a search,
+   the inbox's second page (its keyset link), ``/stuck``, ``/metrics``, ``/api/items`` and the
+   seed's item page; its peak RSS is ``VmHWM`` from ``/proc/PID/status``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from common import BENCH_DIR, BenchConfig, temp_database, temp_sqlite_dir, url_for
+
+DUE = 200
+ROUNDS = 3
+TARGET = 1.10  # 10^5 / 10^3 peak RSS, at most
+AUTOMATION = "fast"
+APP = "io_app:app_fast"
+SEED_KEY = "seed"
+
+# How a copied column differs from the seed's (every other column is copied as it is).
+# {x} is the copy's number, {col} the seed's column.
+SQLITE_COPY = {
+    "id": "printf('itm_%020x', {x})",
+    "item_id": "printf('itm_%020x', {x})",
+    "key": "'c' || {x}",
+    "time": "strftime('%Y-%m-%dT%H:%M:%S', {col}, '-' || {x} || ' seconds') || substr({col}, 20)",
+    "detail": "replace({col}, '\"key\":\"{seed}\"', '\"key\":\"c' || {x} || '\"')",
+}
+PG_COPY = {
+    "id": "'itm_' || lpad(to_hex({x}), 20, '0')",
+    "item_id": "'itm_' || lpad(to_hex({x}), 20, '0')",
+    "key": "'c' || {x}",
+    "time": "{col} - {x} * interval '1 second'",
+    "detail": "replace({col}::text, '\"key\":\"{seed}\"', '\"key\":\"c' || {x} || '\"')::json",
+}
+TIMES = {"created_at", "updated_at", "next_eligible_at", "at"}
+
+
+# --------------------------------------------------------------------------- building
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STOPLINE_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BENCH_DIR), env.get("PYTHONPATH")]))
+    return env
+
+
+def _cli(*args: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-m", "stopline.cli.main", *args],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"stopline {args[0]} exited {out.returncode}: {out.stderr.strip()}")
+    return out.stdout
+
+
+def _discover(url: str, prefix: str, n: int) -> list[str]:
+    import io_app
+
+    from stopline.core.commands import Discover
+    from stopline.core.decide import decide
+    from stopline.core.step import Context
+    from stopline.runtime.scheduler import Scheduler, new_item_id
+    from stopline.store import open_store
+
+    store = open_store(url)
+    Scheduler(store, io_app.app_fast).register()
+    policy = io_app.app_fast.automations[0].policy
+    now = datetime.now(UTC)
+    ids = []
+    for i in range(n):
+        key = prefix if n == 1 else f"{prefix}{i}"
+        item_id = new_item_id()
+        d = decide(None, Discover(item_id, AUTOMATION, key, {}), Context(now, policy))
+        store.insert(d)
+        ids.append(item_id)
+    store.close()
+    return ids
+
+
+def _counts(url: str) -> dict[str, int]:
+    from stopline.store import open_store
+
+    store = open_store(url, migrate=False)
+    try:
+        return {c.state: c.count for c in store.insights.count_by_state()}
+    finally:
+        store.close()
+
+
+def _select(columns: list[str], copy: dict[str, str], seed: str) -> str:
+    out = []
+    for col in columns:
+        form = copy["time"] if col in TIMES else copy.get(col)
+        out.append(form.format(x="g.x", col=f"t.{col}", seed=seed) if form else f"t.{col}")
+    return ", ".join(out)
+
+
+def _clone_sqlite(path: str, seed_id: str, n: int) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    with conn:
+        for table, where in (("items", "id"), ("events", "item_id")):
+            cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+            conn.execute(
+                f"INSERT INTO {table} ({', '.join(cols)}) "
+                "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < ?) "
+                f"SELECT {_select(cols, SQLITE_COPY, SEED_KEY)} FROM g, {table} AS t "
+                f"WHERE t.{where} = ?",
+                (n, seed_id),
+            )
+    conn.execute("ANALYZE")
+    conn.close()
+
+
+def _clone_pg(url: str, seed_id: str, n: int) -> None:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        for table, where in (("items", "id"), ("events", "item_id")):
+            cols = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT column_name FROM information_schema.columns"
+                    " WHERE table_schema = current_schema() AND table_name = %s"
+                    " ORDER BY ordinal_position",
+                    (table,),
+                )
+            ]
+            conn.execute(
+                f"INSERT INTO {table} ({', '.join(cols)}) "  # type: ignore[arg-type]
+                f"SELECT {_select(cols, PG_COPY, SEED_KEY)}"
+                f" FROM generate_series(1, %s) AS g(x), {table} AS t WHERE t.{where} = %s",
+                (n, seed_id),
+            )
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+
+
+def build(url: str, backlog: int) -> str:
+    """N stopped items (one real seed and N-1 copies) and DUE due ones; returns the seed's id."""
+    (seed_id,) = _discover(url, SEED_KEY, 1)
+    _cli("run", APP, "--once", "--quiet", "--db", url)
+    counts = _counts(url)
+    if counts.get("ready_for_review") != 1:
+        raise RuntimeError(f"the seed did not stop for review: {counts}")
+    if url.startswith("sqlite:///"):
+        _clone_sqlite(url.removeprefix("sqlite:///"), seed_id, backlog - 1)
+    else:
+        _clone_pg(url, seed_id, backlog - 1)
+    _discover(url, "due", DUE)
+    counts = _counts(url)
+    if counts.get("ready_for_review") != backlog or sum(counts.values()) != backlog + DUE:
+        raise RuntimeError(f"the store does not hold {backlog} stopped + {DUE} due: {counts}")
+    return seed_id
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+def worker_rss(url: str, backlog: int, timeout: float) -> tuple[float, float]:
+    """Peak RSS (MB) of ``stopline run --once`` draining the due items, and its seconds."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stopline.cli.main", "run", APP, "--once", "--quiet", "--db", url],
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    t0 = time.monotonic()
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() - t0 > timeout:
+            proc.kill()
+            os.wait4(proc.pid, 0)
+            raise TimeoutError(f"the worker did not finish within {timeout:.0f}s")
+        time.sleep(0.05)
+    seconds = time.monotonic() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if proc.returncode != 0:
+        raise RuntimeError(f"the worker exited {proc.returncode}: {err.strip()[:300]}")
+    counts = _counts(url)
+    if counts.get("ready_for_review") != backlog + DUE:
+        raise RuntimeError(f"the due items did not all stop for review: {counts}")
+    return usage.ru_maxrss / 1024, seconds  # ru_maxrss is in KiB on Linux
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _hwm_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/PID/status")
+
+
+NEXT = re.compile(r'href="([^"]+)" data-testid="page-next"')
+CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+def _requests(base: str, token: str, seed_id: str) -> int:
+    """ROUNDS rounds of the reads an operator makes; every answer must be a 200."""
+    import httpx
+
+    with httpx.Client(base_url=base, timeout=120) as web:
+        page = web.get("/signin")
+        found = CSRF.search(page.text)
+        if not found:
+            raise RuntimeError("no CSRF token on /signin")
+        signed = web.post("/signin", data={"csrf": found.group(1), "token": token})
+        if signed.status_code != 303:
+            raise RuntimeError(f"sign-in answered {signed.status_code}")
+        api = {"Authorization": f"Bearer {token}"}
+        count = 0
+        for _ in range(ROUNDS):
+            first = web.get("/inbox")
+            link = NEXT.search(first.text)
+            if first.status_code != 200 or not link:
+                raise RuntimeError(f"/inbox answered {first.status_code} without a next page")
+            answers = [
+                first,
+                web.get("/inbox", params={"q": "c7"}),
+                web.get(html.unescape(link.group(1))),
+                web.get("/stuck"),
+                web.get("/metrics", headers=api),
+                web.get("/api/items", headers=api),
+                web.get(f"/items/{seed_id}"),
+            ]
+            for a in answers:
+                if a.status_code != 200:
+                    raise RuntimeError(f"{a.request.url.path} answered {a.status_code}")
+            count += len(answers)
+    return count
+
+
+def serve_rss(url: str, seed_id: str, folder: Path) -> tuple[float, int]:
+    """Peak RSS (MB) of ``stopline serve`` after the reads, and how many were made."""
+    _cli("actors", "add", "bench", "--role", "operator", "--db", url)
+    token = json.loads(_cli("actors", "token", "bench", "--json", "--db", url))["token"]
+    port = _free_port()
+    log = folder / f"serve-{port}.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "stopline.cli.main", "serve", "--db", url, "--port", str(port)],
+            env=_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        import httpx
+
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 90
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"serve exited {proc.returncode}: {log.read_text()[-300:]}")
+            try:
+                if httpx.get(f"{base}/openapi.json", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError("serve did not answer within 90s")
+            time.sleep(0.1)
+        made = _requests(base, token, seed_id)
+        return _hwm_mb(proc.pid), made
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def _row(process: str, store: str, backlog: int) -> dict[str, Any]:
+    return {
+        "scenario": f"memory: {process}",
+        "store": store,
+        "stopped": backlog,
+        "due": DUE,
+        "peak_rss_mb": None,
+        "error": None,
+    }
+
+
+def _measure(cfg: BenchConfig, store: str, url: str, backlog: int, folder: Path) -> Iterator[Any]:
+    worker, serve = _row("worker", store, backlog), _row("serve", store, backlog)
+    try:
+        t0 = time.monotonic()
+        seed_id = build(url, backlog)
+        worker["build_seconds"] = serve["build_seconds"] = round(time.monotonic() - t0, 1)
+    except Exception as exc:
+        worker["error"] = serve["error"] = f"build: {type(exc).__name__}: {exc}"[:300]
+        yield worker
+        yield serve
+        return
+    try:
+        rss, seconds = worker_rss(url, backlog, cfg.scenario_timeout)
+        worker.update(peak_rss_mb=round(rss, 1), seconds=round(seconds, 2))
+    except Exception as exc:
+        worker["error"] = f"{type(exc).__name__}: {exc}"[:300]
+    yield worker
+    try:
+        rss, made = serve_rss(url, seed_id, folder)
+        serve.update(peak_rss_mb=round(rss, 1), requests=made)
+    except Exception as exc:
+        serve["error"] = f"{type(exc).__name__}: {exc}"[:300]
+    yield serve
+
+
+def rows(cfg: BenchConfig) -> Iterator[dict[str, Any]]:
+    for backlog in cfg.memory_backlogs:
+        with temp_sqlite_dir(cfg, "memory") as folder:
+            url = f"sqlite:///{folder / 'memory.db'}"
+            yield from _measure(cfg, "sqlite sync=FULL", url, backlog, folder)
+        with temp_database(cfg.pg_admin_dsn, "memory") as name, temp_sqlite_dir(cfg, "mem") as d:
+            yield from _measure(cfg, "postgres", url_for(cfg.pg_admin_dsn, name), backlog, d)
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _power(n: int) -> str:
+    exp = len(str(n)) - 1
+    return f"10^{exp}" if n == 10**exp else f"{n:,}"
+
+
+def table_rows(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[str]], set[int]]:
+    headers = ["scenario", "store", "stopped items", "due", "peak RSS MB"]
+    body = [
+        [
+            r["scenario"],
+            r["store"],
+            f"{r['stopped']:,}",
+            str(r["due"]),
+            "n/a" if r["peak_rss_mb"] is None else f"{r['peak_rss_mb']:.1f}",
+        ]
+        for r in sorted(rows, key=lambda r: (r["scenario"] != "memory: worker", r["store"]))
+    ]
+    return headers, body, {2, 3, 4}
+
+
+def ratio_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Per process and store: peak RSS at the largest backlog / at the smallest."""
+    out = []
+    groups: dict[tuple[str, str], dict[int, float | None]] = {}
+    for r in rows:
+        groups.setdefault((r["scenario"], r["store"]), {})[r["stopped"]] = r["peak_rss_mb"]
+    for (scenario, store), by in groups.items():
+        lo, hi = min(by), max(by)
+        if lo == hi:
+            continue
+        head = f"{scenario}, {store}: {_power(hi)} ÷ {_power(lo)} = "
+        a, b = by[hi], by[lo]
+        if a is None or b is None:
+            out.append(head + "n/a")
+            continue
+        ratio = a / b
+        verdict = "flat" if ratio <= TARGET else "NOT flat"
+        out.append(f"{head}{ratio:.2f} ({verdict}; target ≤ {TARGET:.2f})")
+    return out
