@@ -42,6 +42,7 @@ TARGET = 1.10  # 10^5 / 10^3 peak RSS, at most
 AUTOMATION = "fast"
 APP = "io_app:app_fast"
 SEED_KEY = "seed"
+STORES = ("sqlite sync=FULL", "postgres")
 
 # How a copied column differs from the seed's (every other column is copied as it is).
 # {x} is the copy's number, {col} the seed's column.
@@ -50,14 +51,14 @@ SQLITE_COPY = {
     "item_id": "printf('itm_%020x', {x})",
     "key": "'c' || {x}",
     "time": "strftime('%Y-%m-%dT%H:%M:%S', {col}, '-' || {x} || ' seconds') || substr({col}, 20)",
-    "detail": "replace({col}, '\"key\":\"{seed}\"', '\"key\":\"c' || {x} || '\"')",
+    "detail": 'replace({col}, \'"key":"{seed}"\', \'"key":"c\' || {x} || \'"\')',
 }
 PG_COPY = {
     "id": "'itm_' || lpad(to_hex({x}), 20, '0')",
     "item_id": "'itm_' || lpad(to_hex({x}), 20, '0')",
     "key": "'c' || {x}",
     "time": "{col} - {x} * interval '1 second'",
-    "detail": "replace({col}::text, '\"key\":\"{seed}\"', '\"key\":\"c' || {x} || '\"')::json",
+    "detail": 'replace({col}::text, \'"key":"{seed}"\', \'"key":"c\' || {x} || \'"\')::json',
 }
 TIMES = {"created_at", "updated_at", "next_eligible_at", "at"}
 
@@ -159,7 +160,7 @@ def _clone_pg(url: str, seed_id: str, n: int) -> None:
                 )
             ]
             conn.execute(
-                f"INSERT INTO {table} ({', '.join(cols)}) "  # type: ignore[arg-type]
+                f"INSERT INTO {table} ({', '.join(cols)}) "
                 f"SELECT {_select(cols, PG_COPY, SEED_KEY)}"
                 f" FROM generate_series(1, %s) AS g(x), {table} AS t WHERE t.{where} = %s",
                 (n, seed_id),
@@ -189,8 +190,23 @@ def build(url: str, backlog: int) -> str:
 # --------------------------------------------------------------------------- measuring
 
 
-def worker_rss(url: str, backlog: int, timeout: float) -> tuple[float, float]:
-    """Peak RSS (MB) of ``stopline run --once`` draining the due items, and its seconds."""
+def _status_mb(pid: int, peaks: dict[str, float]) -> dict[str, float]:
+    """Raise ``peaks`` to the process's VmHWM, RssAnon and RssFile (MB) now; a process that
+    has just exited leaves them as they are."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return peaks
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmHWM", "RssAnon", "RssFile") and value.strip():
+            peaks[key] = max(peaks.get(key, 0.0), int(value.split()[0]) / 1024)
+    return peaks
+
+
+def worker_rss(url: str, backlog: int, timeout: float) -> tuple[float, float, dict[str, float]]:
+    """Peak RSS (MB) of ``stopline run --once`` draining the due items, its seconds, and the
+    peaks of its anonymous and file-backed parts as sampled every 20 ms."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "stopline.cli.main", "run", APP, "--once", "--quiet", "--db", url],
         env=_env(),
@@ -198,7 +214,9 @@ def worker_rss(url: str, backlog: int, timeout: float) -> tuple[float, float]:
         stderr=subprocess.PIPE,
     )
     t0 = time.monotonic()
+    peaks: dict[str, float] = {}
     while True:
+        _status_mb(proc.pid, peaks)
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
@@ -206,7 +224,7 @@ def worker_rss(url: str, backlog: int, timeout: float) -> tuple[float, float]:
             proc.kill()
             os.wait4(proc.pid, 0)
             raise TimeoutError(f"the worker did not finish within {timeout:.0f}s")
-        time.sleep(0.05)
+        time.sleep(0.02)
     seconds = time.monotonic() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     err = proc.stderr.read().decode() if proc.stderr else ""
@@ -215,20 +233,13 @@ def worker_rss(url: str, backlog: int, timeout: float) -> tuple[float, float]:
     counts = _counts(url)
     if counts.get("ready_for_review") != backlog + DUE:
         raise RuntimeError(f"the due items did not all stop for review: {counts}")
-    return usage.ru_maxrss / 1024, seconds  # ru_maxrss is in KiB on Linux
+    return usage.ru_maxrss / 1024, seconds, peaks  # ru_maxrss is in KiB on Linux
 
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _hwm_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmHWM in /proc/PID/status")
 
 
 NEXT = re.compile(r'href="([^"]+)" data-testid="page-next"')
@@ -270,8 +281,9 @@ def _requests(base: str, token: str, seed_id: str) -> int:
     return count
 
 
-def serve_rss(url: str, seed_id: str, folder: Path) -> tuple[float, int]:
-    """Peak RSS (MB) of ``stopline serve`` after the reads, and how many were made."""
+def serve_rss(url: str, seed_id: str, folder: Path) -> tuple[dict[str, float], int]:
+    """``stopline serve``'s VmHWM, RssAnon and RssFile (MB) after the reads, and how many were
+    made."""
     _cli("actors", "add", "bench", "--role", "operator", "--db", url)
     token = json.loads(_cli("actors", "token", "bench", "--json", "--db", url))["token"]
     port = _free_port()
@@ -300,7 +312,7 @@ def serve_rss(url: str, seed_id: str, folder: Path) -> tuple[float, int]:
                 raise TimeoutError("serve did not answer within 90s")
             time.sleep(0.1)
         made = _requests(base, token, seed_id)
-        return _hwm_mb(proc.pid), made
+        return _status_mb(proc.pid, {}), made
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -324,6 +336,13 @@ def _row(process: str, store: str, backlog: int) -> dict[str, Any]:
     }
 
 
+def _parts(peaks: dict[str, float]) -> dict[str, float | None]:
+    return {
+        "anon_mb": round(peaks["RssAnon"], 1) if "RssAnon" in peaks else None,
+        "file_mb": round(peaks["RssFile"], 1) if "RssFile" in peaks else None,
+    }
+
+
 def _measure(cfg: BenchConfig, store: str, url: str, backlog: int, folder: Path) -> Iterator[Any]:
     worker, serve = _row("worker", store, backlog), _row("serve", store, backlog)
     try:
@@ -336,14 +355,14 @@ def _measure(cfg: BenchConfig, store: str, url: str, backlog: int, folder: Path)
         yield serve
         return
     try:
-        rss, seconds = worker_rss(url, backlog, cfg.scenario_timeout)
-        worker.update(peak_rss_mb=round(rss, 1), seconds=round(seconds, 2))
+        rss, seconds, peaks = worker_rss(url, backlog, cfg.scenario_timeout)
+        worker.update(peak_rss_mb=round(rss, 1), seconds=round(seconds, 2), **_parts(peaks))
     except Exception as exc:
         worker["error"] = f"{type(exc).__name__}: {exc}"[:300]
     yield worker
     try:
-        rss, made = serve_rss(url, seed_id, folder)
-        serve.update(peak_rss_mb=round(rss, 1), requests=made)
+        peaks, made = serve_rss(url, seed_id, folder)
+        serve.update(peak_rss_mb=round(peaks["VmHWM"], 1), requests=made, **_parts(peaks))
     except Exception as exc:
         serve["error"] = f"{type(exc).__name__}: {exc}"[:300]
     yield serve
@@ -353,9 +372,9 @@ def rows(cfg: BenchConfig) -> Iterator[dict[str, Any]]:
     for backlog in cfg.memory_backlogs:
         with temp_sqlite_dir(cfg, "memory") as folder:
             url = f"sqlite:///{folder / 'memory.db'}"
-            yield from _measure(cfg, "sqlite sync=FULL", url, backlog, folder)
+            yield from _measure(cfg, STORES[0], url, backlog, folder)
         with temp_database(cfg.pg_admin_dsn, "memory") as name, temp_sqlite_dir(cfg, "mem") as d:
-            yield from _measure(cfg, "postgres", url_for(cfg.pg_admin_dsn, name), backlog, d)
+            yield from _measure(cfg, STORES[1], url_for(cfg.pg_admin_dsn, name), backlog, d)
 
 
 # --------------------------------------------------------------------------- output
@@ -367,7 +386,7 @@ def _power(n: int) -> str:
 
 
 def table_rows(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[str]], set[int]]:
-    headers = ["scenario", "store", "stopped items", "due", "peak RSS MB"]
+    headers = ["scenario", "store", "stopped items", "due", "peak RSS MB", "anon MB", "file MB"]
     body = [
         [
             r["scenario"],
@@ -375,10 +394,14 @@ def table_rows(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[str]], 
             f"{r['stopped']:,}",
             str(r["due"]),
             "n/a" if r["peak_rss_mb"] is None else f"{r['peak_rss_mb']:.1f}",
+            "-" if r.get("anon_mb") is None else f"{r['anon_mb']:.1f}",
+            "-" if r.get("file_mb") is None else f"{r['file_mb']:.1f}",
         ]
-        for r in sorted(rows, key=lambda r: (r["scenario"] != "memory: worker", r["store"]))
+        for r in sorted(
+            rows, key=lambda r: (r["scenario"] != "memory: worker", r["store"] != STORES[0])
+        )
     ]
-    return headers, body, {2, 3, 4}
+    return headers, body, {2, 3, 4, 5, 6}
 
 
 def ratio_lines(rows: list[dict[str, Any]]) -> list[str]:
