@@ -11,8 +11,9 @@ is reported the same way. For each backlog and store (SQLite FULL file, PostgreS
    hashes do not verify: ``stopline verify`` would report them; no read measured here checks);
 3. ``DUE`` new items are discovered for the same automation (``decide`` + ``store.insert``);
 4. **worker**: ``stopline run io_app:app_fast --once`` drains them in a subprocess; its peak
-   RSS is ``ru_maxrss`` from ``os.wait4``; every due item must have reached
-   ``ready_for_review``;
+   RSS is ``ru_maxrss`` from ``os.wait4`` (in a small launcher: see ``LAUNCHER``), with its
+   ``VmHWM``, ``RssAnon`` and ``RssFile`` sampled every 20 ms beside it; every due item must
+   have reached ``ready_for_review``;
 5. **serve**: ``stopline serve`` answers, ``ROUNDS`` times, the inbox's first page, a search,
    the inbox's second page (its keyset link), ``/stuck``, ``/metrics``, ``/api/items`` and the
    seed's item page; its peak RSS is ``VmHWM`` from ``/proc/PID/status``.
@@ -28,6 +29,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -204,36 +206,52 @@ def _status_mb(pid: int, peaks: dict[str, float]) -> dict[str, float]:
     return peaks
 
 
+# Linux carries a process's RSS high-water mark across exec into ru_maxrss, and a child of this
+# process starts as a copy of it: wait4 on a worker started from here would report this
+# process's own RSS (about 70 MB once it has built 10^5 items) whenever that is the larger.
+# So a small launcher (a bare interpreter, about 10 MB) starts the worker and reports its
+# ru_maxrss from os.wait4.
+LAUNCHER = """
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+print(child.pid, flush=True)
+_, status, usage = os.wait4(child.pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss, flush=True)
+"""
+
+
 def worker_rss(url: str, backlog: int, timeout: float) -> tuple[float, float, dict[str, float]]:
     """Peak RSS (MB) of ``stopline run --once`` draining the due items, its seconds, and the
-    peaks of its anonymous and file-backed parts as sampled every 20 ms."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "stopline.cli.main", "run", APP, "--once", "--quiet", "--db", url],
-        env=_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    t0 = time.monotonic()
-    peaks: dict[str, float] = {}
-    while True:
-        _status_mb(proc.pid, peaks)
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() - t0 > timeout:
-            proc.kill()
-            os.wait4(proc.pid, 0)
-            raise TimeoutError(f"the worker did not finish within {timeout:.0f}s")
-        time.sleep(0.02)
-    seconds = time.monotonic() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode() if proc.stderr else ""
-    if proc.returncode != 0:
-        raise RuntimeError(f"the worker exited {proc.returncode}: {err.strip()[:300]}")
+    peaks of its VmHWM, anonymous and file-backed RSS as sampled every 20 ms."""
+    worker = [sys.executable, "-m", "stopline.cli.main", "run", APP, "--once", "--quiet"]
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", LAUNCHER, *worker, "--db", url],
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+        assert proc.stdout is not None
+        t0 = time.monotonic()
+        pid = int(proc.stdout.readline())
+        peaks: dict[str, float] = {}
+        while proc.poll() is None:
+            _status_mb(pid, peaks)
+            if time.monotonic() - t0 > timeout:
+                os.kill(pid, signal.SIGKILL)
+                proc.wait()
+                raise TimeoutError(f"the worker did not finish within {timeout:.0f}s")
+            time.sleep(0.02)
+        seconds = time.monotonic() - t0
+        code, maxrss = (int(v) for v in proc.stdout.read().split())
+        err.seek(0)
+        if code != 0:
+            raise RuntimeError(f"the worker exited {code}: {err.read().decode().strip()[:300]}")
     counts = _counts(url)
     if counts.get("ready_for_review") != backlog + DUE:
         raise RuntimeError(f"the due items did not all stop for review: {counts}")
-    return usage.ru_maxrss / 1024, seconds, peaks  # ru_maxrss is in KiB on Linux
+    return maxrss / 1024, seconds, peaks  # ru_maxrss is in KiB on Linux
 
 
 def _free_port() -> int:
@@ -338,6 +356,7 @@ def _row(process: str, store: str, backlog: int) -> dict[str, Any]:
 
 def _parts(peaks: dict[str, float]) -> dict[str, float | None]:
     return {
+        "vmhwm_mb": round(peaks["VmHWM"], 1) if "VmHWM" in peaks else None,
         "anon_mb": round(peaks["RssAnon"], 1) if "RssAnon" in peaks else None,
         "file_mb": round(peaks["RssFile"], 1) if "RssFile" in peaks else None,
     }
