@@ -41,6 +41,8 @@ from memory_build import APP, DUE, build, cli, counts, env
 ROUNDS = 3
 STORES = ("sqlite sync=FULL", "postgres")
 TARGET = 1.10  # 10^5 / 10^3 peak RSS, at most
+
+
 # --------------------------------------------------------------------------- measuring
 
 
