@@ -351,10 +351,12 @@ def main(argv: list[str] | None = None) -> int:
         f"PostgreSQL {pg.get('server_version', '?')} "
         f"(synchronous_commit={pg.get('synchronous_commit', '?')}, fsync={pg.get('fsync', '?')})"
     )
-    print(
-        f"raw: {cfg.items} items x {cfg.steps_per_item} steps (2 commits each); "
-        f"peers: {cfg.jobs} no-op jobs, 1 worker process; {duration:.0f}s total\n"
-    )
+    if rows:
+        print(
+            f"raw: {cfg.items} items x {cfg.steps_per_item} steps (2 commits each); "
+            f"peers: {cfg.jobs} no-op jobs, 1 worker process; {duration:.0f}s total"
+        )
+    print(f"{duration:.0f}s total\n" if not rows else "")
     if rows:
         print(format_table(rows))
         print()
