@@ -5,8 +5,6 @@ from __future__ import annotations
 import importlib
 import os
 import re
-import sqlite3
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
@@ -89,6 +87,8 @@ def open_store(
     resolved = database_url(url)
     store: Store
     if resolved.startswith("sqlite:"):
+        from pathlib import Path
+
         from .sqlite import SQLiteStore, sqlite_path
 
         path, _ = sqlite_path(resolved)
@@ -119,6 +119,8 @@ def open_store(
         if check:
             store.check_schema()
     except BaseException as exc:
+        import sqlite3
+
         store.close()
         if type(exc) is sqlite3.DatabaseError:  # e.g. "file is not a database"
             raise StoreError(f"{redacted(resolved)} is not a SQLite database: {exc}") from exc
