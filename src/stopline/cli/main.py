@@ -93,11 +93,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     # the command chosen, and what it needs, imported only now (``--help`` never gets here)
     from ..trust.authority import TrustError
-    from .keys import run_offline
     from .signing import host_trust
 
     out = Out(getattr(args, "json", False))
     if getattr(args, "offline", False):  # needs no database (stopline keys create-root ...)
+        from .keys import run_offline
+
         try:
             return run_offline(args, out)
         except UsageError as exc:
