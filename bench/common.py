@@ -49,6 +49,9 @@ class BenchConfig:
     claim_cost: bool = False
     claim_backlogs: tuple[int, ...] = (10**3, 10**5, 10**6)
     claim_samples: int = 500
+    # peak RSS of a worker and of `serve` with this many stopped items (bench/memory.py)
+    memory: bool = False
+    memory_backlogs: tuple[int, ...] = (10**3, 10**5)
     # the no-op path through stopline at these batch sizes (claims and commits in groups)
     batches: tuple[int, ...] = (1, 10, 50)
     # the IO-bound path: items per run (fewer at concurrency 1, where each waits in turn)

@@ -33,3 +33,11 @@ def propose(ctx):  # type: ignore[no-untyped-def]
 
 app_async = App([Automation("io", discover, observe_async, propose, every=3600)])
 app_thread = App([Automation("io", discover, observe_thread, propose, every=3600)])
+
+
+def observe_fast(ctx):  # type: ignore[no-untyped-def]
+    return Evidence({"ok": True})
+
+
+# no wait at all: the memory scenario drains 200 items and seeds the backlog with one
+app_fast = App([Automation("fast", discover, observe_fast, propose, every=3600)])

@@ -4,6 +4,7 @@
     bench/.venv/bin/python bench/run.py              # defaults, ~3-5 min on 2 cores
     bench/.venv/bin/python bench/run.py --quick      # ~1 min, smaller sizes, no claim cost
     bench/.venv/bin/python bench/run.py --claim-cost --json out.json
+    bench/.venv/bin/python bench/run.py --only none --claim-cost --memory   # just those two
 
 Results are printed as a table and written to ``bench/results/<timestamp>.json`` (and to
 ``--json PATH`` if given), with machine information.
@@ -35,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import claim_cost
 import io_bench
+import memory
 import peers
 import ratios
 import raw
@@ -216,6 +218,11 @@ def _grid(headers: list[str], body: list[list[str]], right: set[int]) -> str:
     return "\n".join(out)
 
 
+def format_memory_table(rows: list[dict[str, Any]]) -> str:
+    headers, body, right = memory.table_rows(rows)
+    return _grid(headers, body, right=right)
+
+
 def _errors(rows: Iterable[dict[str, Any]]) -> list[str]:
     return [
         f"  {r['scenario']} / {r['store']} / conc={r.get('concurrency')}: {r['error']}"
@@ -229,7 +236,7 @@ def _errors(rows: Iterable[dict[str, Any]]) -> list[str]:
 
 def _progress(rows: Iterable[dict[str, Any]], t_start: float) -> Iterator[dict[str, Any]]:
     for r in rows:
-        what = r.get("rate") if "rate" in r else r.get("median_ms")
+        what = r.get("rate") if "rate" in r else r.get("median_ms", r.get("peak_rss_mb"))
         print(
             f"[{time.monotonic() - t_start:6.1f}s] {r['scenario']:<28} {r['store']:<24} "
             f"w={r.get('workers', '-')} c={r.get('concurrency', '-')} -> "
@@ -246,9 +253,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--json", type=Path, help="also write the JSON result here")
     p.add_argument("--claim-cost", action="store_true", help="measure claim latency vs backlog")
     p.add_argument(
+        "--memory",
+        action="store_true",
+        help="peak RSS of a worker and of serve with 10^3 and 10^5 stopped items (~5 min;\n"
+        "also with --quick, at the same sizes)",
+    )
+    p.add_argument(
         "--only",
         default=",".join(GENERATORS),
-        help=f"comma-separated generators to run (default: {','.join(GENERATORS)})",
+        help=f"comma-separated generators to run (default: {','.join(GENERATORS)});\n"
+        "none: only --claim-cost and --memory",
     )
     p.add_argument("--items", type=int, help="raw loop: items (each needs --steps steps)")
     p.add_argument("--steps", type=int, help="raw loop: steps per item")
@@ -280,6 +294,7 @@ def build_config(args: argparse.Namespace) -> BenchConfig:
     if args.pg_dsn:
         cfg.pg_admin_dsn = args.pg_dsn
     cfg.claim_cost = bool(args.claim_cost and not args.quick)
+    cfg.memory = bool(args.memory)
     return cfg
 
 
@@ -288,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = build_config(args)
     if args.claim_cost and args.quick:
         print("note: --claim-cost is off with --quick", file=sys.stderr)
-    selected = [n.strip() for n in args.only.split(",") if n.strip()]
+    selected = [n.strip() for n in args.only.split(",") if n.strip() not in ("", "none")]
     unknown = [n for n in selected if n not in GENERATORS]
     if unknown:
         print(f"unknown generator(s): {', '.join(unknown)}", file=sys.stderr)
@@ -304,6 +319,9 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.claim_cost:
         claims += _progress(stopline_claim_cost.rows(cfg), t_start)
         claims += _progress(claim_cost.rows(cfg), t_start)
+    mem: list[dict[str, Any]] = []
+    if cfg.memory:
+        mem += _progress(memory.rows(cfg), t_start)
     duration = time.monotonic() - t_start
 
     result = {
@@ -316,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": info,
         "rows": rows,
         "claim_cost": claims,
+        "memory": mem,
     }
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     out = RESULTS_DIR / f"{started.strftime('%Y%m%dT%H%M%SZ')}{'-quick' if cfg.quick else ''}.json"
@@ -332,17 +351,25 @@ def main(argv: list[str] | None = None) -> int:
         f"PostgreSQL {pg.get('server_version', '?')} "
         f"(synchronous_commit={pg.get('synchronous_commit', '?')}, fsync={pg.get('fsync', '?')})"
     )
-    print(
-        f"raw: {cfg.items} items x {cfg.steps_per_item} steps (2 commits each); "
-        f"peers: {cfg.jobs} no-op jobs, 1 worker process; {duration:.0f}s total\n"
-    )
-    print(format_table(rows))
-    print()
-    print("\n".join(ratios.lines(rows)))
+    if rows:
+        print(
+            f"raw: {cfg.items} items x {cfg.steps_per_item} steps (2 commits each); "
+            f"peers: {cfg.jobs} no-op jobs, 1 worker process; {duration:.0f}s total"
+        )
+    print(f"{duration:.0f}s total\n" if not rows else "")
+    if rows:
+        print(format_table(rows))
+        print()
+        print("\n".join(ratios.lines(rows)))
     if claims:
         print()
         print(format_claim_table(claims))
-    errors = _errors([*rows, *claims])
+    if mem:
+        print()
+        print(format_memory_table(mem))
+        print()
+        print("\n".join(memory.ratio_lines(mem)))
+    errors = _errors([*rows, *claims, *mem])
     if errors:
         print("\nerrors:")
         print("\n".join(errors))

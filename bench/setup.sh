@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create bench/.venv with stopline (editable, [postgres]) and the pinned peers.
+# Create bench/.venv with stopline (editable, [postgres,server]) and the pinned peers.
 # Idempotent: re-running reuses the venv and only installs what is missing.
 set -euo pipefail
 
@@ -13,7 +13,7 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 
 "$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet -e "$repo[postgres]"
+"$venv/bin/python" -m pip install --quiet -e "$repo[postgres,server]"
 "$venv/bin/python" -m pip install --quiet -r "$here/requirements-peers.txt"
 
 "$venv/bin/python" - <<'PY'

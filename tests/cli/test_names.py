@@ -1,4 +1,5 @@
-"""Names at the command line, through the real ``stopline`` program, on SQLite and PostgreSQL.
+"""Names at the command line, through ``stopline``'s ``main(argv)`` in this process (``run``,
+which starts workers, as the real program), on SQLite and PostgreSQL.
 
 Look-alike actor names are refused (exit 2, one line, nothing written), fullwidth input
 normalises, an automation named with a ``/`` is refused when the app is built, and
@@ -7,7 +8,11 @@ normalises, an automation named with a ``/`` is refused when the app is built, a
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import logging
+import os
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -17,8 +22,10 @@ from typing import Any
 import pytest
 
 from helpers import count, dump
+from stopline.cli.main import main
 from stopline.core.names import ACTOR, AUTOMATION, ROLE, InvalidName, name_problem
 from stopline.core.records import Actor
+from stopline.logs import ENV_FORMAT
 from stopline.runtime.automation import App
 from stopline.store import open_store
 
@@ -31,14 +38,31 @@ FULLWIDTH_ALICE = "".join(chr(ord(c) - ord("a") + 0xFF41) for c in "alice")
 
 
 def stopline(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """The real ``stopline`` program with ``--db URL --json``."""
-    return subprocess.run(
-        [str(STOPLINE), *args, "--db", url, "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    """``stopline ARGS --db URL --json``: ``run`` as the real program (it starts workers and
+    signal handlers), every other command through ``main(argv)`` here, its output captured and
+    the logging set-up it changes put back."""
+    argv = [*args, "--db", url, "--json"]
+    if args[0] == "run":
+        return subprocess.run(
+            [str(STOPLINE), *argv], capture_output=True, text=True, timeout=120, check=False
+        )
+    root = logging.getLogger()
+    handlers, level, fmt = list(root.handlers), root.level, os.environ.get(ENV_FORMAT)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as exc:  # argparse's own usage errors
+                code = exc.code if isinstance(exc.code, int) else 2
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        if fmt is None:
+            os.environ.pop(ENV_FORMAT, None)
+        else:
+            os.environ[ENV_FORMAT] = fmt
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 def ok(url: str, *args: str) -> Any:

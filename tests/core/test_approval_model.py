@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from budget import examples
 from stopline.core.commands import Approve, Edit, Execute, Observe, Propose, Reinspect, Reject
 from stopline.core.decision import Decision, Outcome
 from stopline.core.records import Actor
@@ -272,7 +273,7 @@ class FastApprovalModel(ApprovalModel):
     pass
 
 
-FastApprovalModel.TestCase.settings = _settings(150, 50)
+FastApprovalModel.TestCase.settings = _settings(examples(150), 50)
 test_approval_model = FastApprovalModel.TestCase
 
 

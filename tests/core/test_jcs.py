@@ -18,6 +18,7 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from budget import examples
 from stopline.core.canonical import CanonicalError, canonical_json, digest, format_float
 from stopline.core.fast_digest import fast_digest
 from stopline.core.frozen import FrozenDict, freeze
@@ -221,7 +222,7 @@ def test_a_value_seen_twice_is_not_a_cycle() -> None:
 # --- agreement with the rfc8785 package -----------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(value=json_values())
 def test_canonical_json_equals_the_rfc8785_package(value: Any) -> None:
     """For every JSON value within the limits, our text is the rfc8785 package's text."""
@@ -229,7 +230,7 @@ def test_canonical_json_equals_the_rfc8785_package(value: Any) -> None:
     assert digest(value) == hashlib.sha256(rfc8785.dumps(value)).hexdigest()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(value=finite_floats)
 def test_every_finite_float_is_written_as_the_rfc8785_package_writes_it(value: float) -> None:
     """format_float agrees with the rfc8785 package on any double, and reads back exactly."""
@@ -247,7 +248,7 @@ out_of_range = (
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(bad=out_of_range, around=json_values(max_leaves=5), at_key=json_strings(4))
 def test_both_implementations_refuse_the_same_values(bad: Any, around: Any, at_key: str) -> None:
     """Huge integers, NaN, infinities and lone surrogates, anywhere, are refused by both."""
@@ -302,14 +303,14 @@ def outcome(fn: Any, value: Any) -> str:
         return f"refused: {exc}"
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(value=core_values)
 def test_fast_digest_equals_digest(value: Any) -> None:
     """The C-encoder event digest equals the exact RFC 8785 digest, or both refuse alike."""
     assert outcome(fast_digest, value) == outcome(digest, value)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(value=core_values)
 def test_legacy_fast_digest_equals_legacy_digest(value: Any) -> None:
     """The old event hash and the old exact digest agree on string-keyed values (as they did)."""
@@ -371,7 +372,7 @@ def test_a_policy_version_made_before_rfc8785_is_among_the_forms() -> None:
     assert {policy.version, old_version} == {d[:16] for d in digest_forms(policy.to_plain())}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(value=json_values(), other=json_values())
 def test_digest_matches_only_the_value_it_was_made_from(value: Any, other: Any) -> None:
     """Both forms of a value match it; a digest of a different value matches in neither form."""

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from budget import examples
 from stopline.core.artifacts import Artifact, Asset
 from stopline.core.canonical import CanonicalError, canonical_json
 from stopline.core.json_input import parse_json
@@ -99,7 +100,7 @@ def text_outside(raw: str | bytes, limits: Limits) -> bool:
 # --- properties -----------------------------------------------------------------------------
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=hostile_values())
 def test_check_reports_a_violation_iff_the_value_is_outside_the_limits(value: Any) -> None:
     """check() never raises, and finds a violation exactly when the oracle says 'outside'."""
@@ -108,7 +109,7 @@ def test_check_reports_a_violation_iff_the_value_is_outside_the_limits(value: An
     assert all(v.limit in CODES and v.path.startswith("$") for v in found)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=hostile_values(max_string=400, max_members=12, max_depth=80))
 def test_every_value_check_accepts_has_a_canonical_form(value: Any) -> None:
     """The boundary and the canonical form agree: accepted by check() => canonical_json works."""
@@ -116,14 +117,14 @@ def test_every_value_check_accepts_has_a_canonical_form(value: Any) -> None:
         assert len(canonical_json(value).encode("utf-8")) <= DEFAULT.max_bytes
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(value=json_values())
 def test_plain_json_within_the_defaults_is_accepted(value: Any) -> None:
     """Ordinary JSON values (small, finite, valid Unicode) pass the default limits."""
     assert check(value) == []
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(raw=hostile_json_texts())
 def test_parse_json_reports_a_violation_iff_the_text_is_outside_the_limits(
     raw: str | bytes,
@@ -145,7 +146,7 @@ def big_integral_floats(value: Any) -> bool:
     return isinstance(value, list) and any(big_integral_floats(v) for v in value)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(value=json_values())
 def test_parse_json_reads_back_what_canonical_json_writes(value: Any) -> None:
     """A canonical document parses back to an equal value with no violation, except that an
@@ -165,7 +166,7 @@ def test_an_integer_token_beyond_2_53_is_refused_even_if_a_double_holds_it() -> 
     assert parse_json("1e20") == (1e20, [])
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=hostile_values(max_string=60))
 def test_the_bytes_limit_is_the_exact_canonical_size(value: Any) -> None:
     """For any value with a canonical form, max_bytes = its size passes and size - 1 does not."""

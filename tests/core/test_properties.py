@@ -29,6 +29,7 @@ from hypothesis.stateful import (
     rule,
 )
 
+from budget import examples
 from stopline.core import work
 from stopline.core.commands import (
     Acknowledge,
@@ -578,7 +579,7 @@ class FastItemMachine(ItemMachine):
     pass
 
 
-FastItemMachine.TestCase.settings = _settings(200, 60)
+FastItemMachine.TestCase.settings = _settings(examples(200), 60)
 test_item_machine = FastItemMachine.TestCase
 
 

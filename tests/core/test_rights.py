@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from budget import examples
 from stopline.core.commands import (
     Acknowledge,
     Approve,
@@ -285,7 +286,7 @@ def probes(draw: st.DrawFn, item: Item, actor: str) -> list[Command]:
 
 
 @settings(
-    max_examples=400,
+    max_examples=examples(400),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -332,7 +332,8 @@ def test_times_must_be_timezone_aware(store: Store) -> None:
 
 
 def test_listing_filters_orders_and_counts(store: Store) -> None:
-    """Listing filters by state, automation and class, orders by update time, and counts."""
+    """Listing filters by state, automation, class and key, orders by update time (either way),
+    and counts."""
     for n, key in enumerate(["b", "a", "C", "_"]):
         discover(store, key, at=T0 + n * S, automation="x" if n % 2 else "y")
     discover(store, "a", at=T0 + 9 * S)  # same time as the next: ordered by id, bytewise
@@ -348,6 +349,13 @@ def test_listing_filters_orders_and_counts(store: Store) -> None:
         store.find("x", "a")
     ]
     assert store.list_items(limit=2) == listed[:2]
+    # the database sorts and filters before the limit: the newest first, a key anywhere
+    assert store.list_items(newest=True, limit=2) == listed[::-1][:2]
+    assert store.list_items(newest=True) == listed[::-1]
+    assert [i.automation for i in store.list_items(key="a", limit=1)] == ["x"]
+    assert [i.automation for i in store.list_items(key="a", newest=True, limit=1)] == ["auto"]
+    assert store.list_items(key="a", automation="auto") == [listed[4]]
+    assert store.list_items(key="a", automation="y") == []
     assert store.count_by_state() == [
         {"state": "failed", "count": 1, "oldest": T0 + 10 * S},
         {"state": "observing", "count": 5, "oldest": T0 + S},

@@ -24,12 +24,12 @@ from ..trust.checkpoints import CheckpointError, Held, hold, parse, take
 from ..trust.documents import CHECKPOINT_PURPOSE
 from ..trust.keys import Signer
 from .errors import UsageError
+from .options import CHECKPOINT_ENV
 from .signing import host_trust, key_spec, named_signer, note, signer_for
 
 if TYPE_CHECKING:
     from .output import Out
 
-CHECKPOINT_ENV = "STOPLINE_CHECKPOINT"
 WEBHOOK_TIMEOUT = 30.0
 EXIT_OK, EXIT_ERROR, EXIT_REFUSED = 0, 1, 3
 
@@ -166,29 +166,3 @@ def refuse_if_behind(args: argparse.Namespace, store: Store | None) -> list[Find
         return held_since(path, opened).findings
     finally:
         opened.close()
-
-
-def add_checkpoint_command(add: Any) -> None:
-    p = add(
-        "checkpoint",
-        cmd_checkpoint,
-        "write a signed checkpoint of every chain head (keep it where the database's writers "
-        "cannot write)",
-    )
-    p.add_argument(
-        "--key",
-        metavar="PATH",
-        help="a root key or a key certified for checkpoint (env STOPLINE_KEY); a public key "
-        "whose private half is in ssh-agent works too",
-    )
-    p.add_argument("--out", metavar="FILE", help="write it to FILE (never overwritten)")
-    p.add_argument("--webhook", metavar="URL", help="POST it to URL as application/json")
-
-
-def add_since_option(parser: argparse.ArgumentParser, env: bool = False) -> None:
-    parser.add_argument(
-        "--since",
-        metavar="CHECKPOINT",
-        help="also check the database against this checkpoint file"
-        + (f" (env {CHECKPOINT_ENV})" if env else ""),
-    )

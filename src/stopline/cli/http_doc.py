@@ -82,7 +82,9 @@ def http_markdown() -> str:
         "- `GET /api/me`: the actor, their roles, whether they may command.",
         "- `GET /api/items`: stopped and working items; filters `state`, `state_class`,"
         " `automation`, `key`, `overdue` (true/false), `sort` (oldest/newest), `limit` (1 to"
-        " 1000); an empty filter is no filter, and an unknown one is 422 (a mistyped filter"
+        " 1000; every filter but `overdue` applies before the limit, `overdue` to the first"
+        " 1000 in the sort order); an empty filter is no filter, and an unknown one is 422 (a"
+        " mistyped filter"
         " never lists everything). Each row carries `why`, `next` (the commands to type) and"
         " `approvable`"
         " (`false`: a waiting proposal can never get its approvals; `null`: nothing waits).",

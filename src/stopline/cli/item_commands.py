@@ -15,18 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..commands.entry import AUTHOR, Entry, Shell, check_idempotency_key, validate
 from ..commands.fields import ABSENT, Field, Type, from_text
-from ..commands.perform import perform
 from ..commands.runners import RunOptions
 from ..commands.table import exposed
-from ..controller import Controller
-from ..store import Store
 from .errors import UsageError
-from .signing import add_key_option, controller_for, host_trust
+from .options import add_key_option
 
 if TYPE_CHECKING:
+    from ..store import Store
     from .output import Out
 
-Handler = Callable[[argparse.Namespace, Store, "Out"], int]
+Handler = Callable[[argparse.Namespace, "Store", "Out"], int]
 AddParser = Callable[
     [str, Handler, str, Sequence[argparse.ArgumentParser]], argparse.ArgumentParser
 ]
@@ -91,6 +89,10 @@ def body_of(entry: Entry, args: argparse.Namespace) -> tuple[dict[str, Any], lis
 
 def handler(entry: Entry) -> Handler:
     def run(args: argparse.Namespace, store: Store, out: Out) -> int:
+        from ..commands.perform import perform
+        from ..controller import Controller
+        from .signing import controller_for, host_trust
+
         body, problems = body_of(entry, args)
         fields, more = validate(entry, body)
         problems += more

@@ -19,7 +19,7 @@ from ..core.names import InvalidName, check_actor_name, check_role, lookalike
 from ..store import Store
 from ..trust import admin
 from ..trust.authority import TRUST_ROOT_ENV, Authority, Certified, Trust
-from ..trust.documents import PURPOSES, SIGN, MalformedDocument, Signed
+from ..trust.documents import SIGN, MalformedDocument, Signed
 from ..trust.keys import KeyError_, KeySigner, PublicKey, Signer
 from . import render
 from .errors import UsageError
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from .output import Out
 
 Handler = Callable[[argparse.Namespace, Store, "Out"], int]
-AddParser = Callable[..., argparse.ArgumentParser]
 EXIT_OK, EXIT_REFUSED = 0, 3
 
 
@@ -342,50 +341,3 @@ def cmd_keys(args: argparse.Namespace, store: Store, out: Out) -> int:
 def run_offline(args: argparse.Namespace, out: Out) -> int:
     """The ``keys`` actions that need no database."""
     return OFFLINE[args.keys_command](args, out)
-
-
-def add_keys_commands(add: AddParser, common: argparse.ArgumentParser) -> None:
-    p = add("keys", cmd_keys, "keys, the trust root and certificates (signed mode)")
-    sub = p.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
-
-    def action(name: str, help: str, offline: bool = False) -> argparse.ArgumentParser:
-        a = sub.add_parser(name, help=help, description=help, parents=[common])
-        a.set_defaults(offline=offline)
-        return a
-
-    a = action("create-root", "write a new trust root key pair (PATH and PATH.pub)", True)
-    a.add_argument("--out", required=True, metavar="PATH")
-    a.add_argument("--comment", help="the public key's comment (default stopline-root)")
-    a = action(
-        "generate", "write a new key pair for a person (ssh-keygen -t ed25519 works too)", True
-    )
-    a.add_argument("--out", required=True, metavar="PATH")
-    a.add_argument("--comment", help="the public key's comment")
-
-    root_help = "the root key: a private key file, or a public key held by ssh-agent"
-    a = action("certify", "certify a key as an actor's, with roles, signed by a root key")
-    a.add_argument("name", metavar="NAME")
-    a.add_argument("--key", required=True, metavar="PUB", help="a .pub file or ssh-ed25519 line")
-    a.add_argument("--role", action="append", help="a role (repeat)")
-    a.add_argument(
-        "--purpose",
-        action="append",
-        choices=PURPOSES,
-        help="sign (default): the actor's own commands; speak_for: a server signing for the "
-        "people who sign in to it; checkpoint: checkpoints (repeat)",
-    )
-    a.add_argument("--days", type=int, help="valid for this many days (default: until revoked)")
-    a.add_argument("--root", required=True, metavar="ROOTKEY", help=root_help)
-
-    a = action("revoke", "revoke one key of an actor (--key), or all of them")
-    a.add_argument("name", metavar="NAME")
-    a.add_argument("--key", metavar="FINGERPRINT", help="SHA256:... (or the public key)")
-    a.add_argument("--root", required=True, metavar="ROOTKEY", help=root_help)
-
-    a = action("rotate", "certify a new key with the same roles, and revoke the old ones")
-    a.add_argument("name", metavar="NAME")
-    a.add_argument("--key", required=True, metavar="NEWPUB", help="the new public key")
-    a.add_argument("--days", type=int, help="valid for this many days (default: until revoked)")
-    a.add_argument("--root", required=True, metavar="ROOTKEY", help=root_help)
-
-    action("list", "every certificate with its status, and this host's mode")

@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..controller import Controller
-from ..store import Store
 from .errors import UsageError
-from .signing import host_trust
+from .options import lazy
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 AGENT_ENV = "STOPLINE_AGENT"
 HELP = "serve the agent commands to AI agents as MCP tools (stdio, or streamable HTTP)"
@@ -36,6 +37,9 @@ def cmd_mcp(args: argparse.Namespace, store: Store, out: Any) -> int:
         raise UsageError(
             f"the MCP server needs the agents extra: pip install 'stopline[agents]' ({exc})"
         ) from exc
+    from ..controller import Controller
+    from .signing import host_trust
+
     if args.app:
         from ..runtime.loader import load_app
         from ..runtime.scheduler import Scheduler
@@ -67,7 +71,7 @@ def cmd_mcp(args: argparse.Namespace, store: Store, out: Any) -> int:
 
 
 def add_mcp_command(add: Callable[..., argparse.ArgumentParser]) -> None:
-    p = add("mcp", cmd_mcp, HELP)
+    p = add("mcp", lazy("mcp", "cmd_mcp"), HELP)
     p.epilog = EPILOG
     p.add_argument(
         "--agent", metavar="NAME", help=f"stdio: the agent's actor name (env {AGENT_ENV})"

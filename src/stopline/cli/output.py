@@ -6,14 +6,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..commands.perform import Performed
-from ..controller import Controller
-from ..core.decision import Outcome
-from ..core.reasons import Reason
-from ..views import next_commands
-from . import render
+if TYPE_CHECKING:
+    from ..commands.perform import Performed
+    from ..controller import Controller
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REFUSED, EXIT_HOOKS = 0, 1, 2, 3, 4
 
@@ -30,6 +27,11 @@ class Out:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
     def decision(self, done: Performed, controller: Controller | None = None) -> int:
+        from ..core.decision import Outcome
+        from ..core.reasons import Reason
+        from ..views import next_commands
+        from . import render
+
         decision = done.decision
         assert decision is not None
         text = render.decision_text(done)

@@ -12,10 +12,6 @@ from ..store import Store
 from ..verification import verify_store
 from ..views import event_view, item_view, next_commands, summary_view, why
 from . import render
-from .checkpoint import (
-    held_since,
-    since_text,
-)
 from .errors import UsageError
 from .output import EXIT_OK, EXIT_REFUSED, Out
 from .signing import host_trust, mode, mode_text
@@ -110,6 +106,8 @@ def cmd_history(args: argparse.Namespace, store: Store, out: Out) -> int:
 
 
 def cmd_verify(args: argparse.Namespace, store: Store, out: Out) -> int:
+    from .checkpoint import held_since, since_text  # verify --since: signed checkpoints
+
     trust = host_trust()
     report = verify_store(store, trust)
     since = held_since(args.since, store) if args.since else None

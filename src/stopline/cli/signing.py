@@ -33,18 +33,6 @@ UNSIGNED_TEXT = (
 )
 
 
-def add_key_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--key",
-        metavar="PATH",
-        help=(
-            f"sign with this key (env {KEY_ENV}): a private key file, or a public key whose "
-            "private half is in ssh-agent; without it ssh-agent is asked for the actor's "
-            "certified key. Used only in signed mode"
-        ),
-    )
-
-
 def host_trust() -> Trust | None:
     """This host's trust root (``None``: unsigned mode); a malformed one is exit 2."""
     try:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..runtime.heartbeat import LIVE_AFTER
-from ..store import Store
+if TYPE_CHECKING:
+    from ..store import Store
 
 
 def add_workers_command(add: Callable[..., argparse.ArgumentParser]) -> None:
@@ -24,6 +24,8 @@ def add_workers_command(add: Callable[..., argparse.ArgumentParser]) -> None:
 
 
 def workers_doc(store: Store, now: datetime) -> dict[str, Any]:
+    from ..runtime.heartbeat import LIVE_AFTER
+
     beats = [b.to_plain(now) for b in store.heartbeats.workers()]
     for b in beats:
         b["live"] = b["age_seconds"] <= LIVE_AFTER

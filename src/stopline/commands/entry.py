@@ -8,9 +8,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..controller import Controller
 from ..core import commands as core
 from ..core.authorship import author_from, author_problems
 from ..core.decision import Decision
@@ -19,6 +18,9 @@ from ..core.rights import AUTHORITY, Authority
 from ..core.transitions import Cmd
 from .fields import MAX_KEY, Field, Type, check_value
 from .runners import DECIDE, Runner, RunOptions
+
+if TYPE_CHECKING:
+    from ..controller import Controller
 
 
 class Shell(StrEnum):

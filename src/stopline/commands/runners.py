@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..controller import Controller
 from ..core.commands import Command, Publish, Reconcile
 from ..core.decision import Decision
+
+if TYPE_CHECKING:
+    from ..controller import Controller
 
 
 @dataclass(frozen=True)

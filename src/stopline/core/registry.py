@@ -96,6 +96,18 @@ class Registry:
     def ok(self) -> bool:
         return not self.findings
 
+    def copy(self) -> Registry:
+        """A copy whose collections the caller may change (the records in them are frozen)."""
+        return Registry(
+            dict(self.actors),
+            dict(self.tokens),
+            dict(self.policies),
+            list(self.findings),
+            self.head,
+            self.length,
+            list(self.signed),
+        )
+
 
 def actor_state(actor: Actor) -> dict[str, Any]:
     """What an actor event records of the actor it leaves behind."""

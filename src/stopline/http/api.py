@@ -113,14 +113,16 @@ def parse_filters(params: Any) -> tuple[dict[str, Any], list[str]]:
 
 
 def list_items(s: Shared, f: dict[str, Any]) -> list[Item]:
+    """The first ``limit`` items in the sort order the filters keep; the database sorts, and
+    filters all but ``overdue`` (kept in the first MAX_LIMIT items of that order)."""
     items = s.store.list_items(
         state=f.get("state"),
         automation=f.get("automation"),
         state_class=f.get("state_class"),
-        limit=MAX_LIMIT if f.get("overdue") is not None or f.get("key") else f["limit"],
+        key=f.get("key") or None,
+        newest=f["sort"] == "newest",
+        limit=MAX_LIMIT if f.get("overdue") is not None else f["limit"],
     )
-    if f.get("key"):
-        items = [i for i in items if i.key == f["key"]]
     if f.get("overdue") is not None:
         items = [i for i in items if s.overdue(i) is f["overdue"]]
     items.sort(key=lambda i: (i.updated_at, i.id), reverse=f["sort"] == "newest")

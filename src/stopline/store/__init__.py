@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
-import sqlite3
-from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     NoDatabase,
@@ -15,12 +15,39 @@ from .errors import (
     UnsupportedURL,
     connection_errors,
 )
-from .insights import SORTS as PAGE_SORTS
-from .insights import Insights, PageKey, StateCount, StopQuery, StopRow
-from .outbox import STATUSES as NOTIFICATION_STATUSES
-from .outbox import Outbox
-from .protocol import Store
-from .sqlite import sqlite_path
+
+if TYPE_CHECKING:  # imported on first use (``__getattr__``): the CLI's parser needs none of them
+    from .insights import SORTS as PAGE_SORTS
+    from .insights import Insights, PageKey, StateCount, StopQuery, StopRow
+    from .outbox import STATUSES as NOTIFICATION_STATUSES
+    from .outbox import Outbox
+    from .protocol import Store
+    from .sqlite import sqlite_path
+
+# name -> (module, name there) of what ``__getattr__`` imports when it is first used
+_LAZY = {
+    "PAGE_SORTS": ("insights", "SORTS"),
+    "Insights": ("insights", "Insights"),
+    "PageKey": ("insights", "PageKey"),
+    "StateCount": ("insights", "StateCount"),
+    "StopQuery": ("insights", "StopQuery"),
+    "StopRow": ("insights", "StopRow"),
+    "NOTIFICATION_STATUSES": ("outbox", "STATUSES"),
+    "Outbox": ("outbox", "Outbox"),
+    "Store": ("protocol", "Store"),
+    "sqlite_path": ("sqlite", "sqlite_path"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The store's heavier names, imported on first use (PEP 562)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = getattr(importlib.import_module(f".{module}", __name__), attribute)
+    globals()[name] = value
+    return value
+
 
 DEFAULT_URL = "sqlite:///stopline.db"
 ENV_URL = "STOPLINE_DATABASE_URL"
@@ -60,7 +87,9 @@ def open_store(
     resolved = database_url(url)
     store: Store
     if resolved.startswith("sqlite:"):
-        from .sqlite import SQLiteStore
+        from pathlib import Path
+
+        from .sqlite import SQLiteStore, sqlite_path
 
         path, _ = sqlite_path(resolved)
         if not create and not Path(path).is_file():
@@ -90,6 +119,8 @@ def open_store(
         if check:
             store.check_schema()
     except BaseException as exc:
+        import sqlite3
+
         store.close()
         if type(exc) is sqlite3.DatabaseError:  # e.g. "file is not a database"
             raise StoreError(f"{redacted(resolved)} is not a SQLite database: {exc}") from exc

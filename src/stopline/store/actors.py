@@ -3,6 +3,7 @@ same transaction, and :meth:`SQLActors.registry` folds the chain and compares th
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -25,9 +26,21 @@ from ..core.registry import (
 )
 from .chains import SQLChains
 
+# what the registry is folded from, in the order :meth:`SQLActors._fold_registry` takes it
+REGISTRY_QUERIES = (
+    "list_actor_events",
+    "list_actors",
+    "list_tokens",
+    "list_automations",
+    "item_ledger",
+)
+
 
 class SQLActors(SQLChains):
     """The registry's tables and their chain."""
+
+    # (SHA-256 of the rows last folded, what they folded to): see :meth:`registry`
+    _registry_cache: tuple[bytes, Registry] | None = None
 
     def register_automation(self, name: str, policy: Policy, now: datetime) -> None:
         """Store an automation's policy; a new or changed one is a registry event."""
@@ -99,36 +112,53 @@ class SQLActors(SQLChains):
             ]
 
     def registry(self) -> Registry:
-        """The registry as its chain records it, with every place a table differs from it."""
+        """The registry as its chain records it, with every place a table differs from it.
+
+        Every row the fold reads is read on every call; only the fold itself is skipped when
+        those rows are exactly the ones folded last time (their SHA-256 is the cache key), so
+        any edit, insertion or deletion is folded and compared again at once."""
         with self._read() as cur:
-            cur.execute(self.q["list_actor_events"], {})
-            events = [
-                RegistryEvent(
-                    n,
-                    self._from_time(r["at"]) or datetime.min,
-                    r["actor"],
-                    r["change"],
-                    freeze(self._from_json(r["detail"])),
-                    r["prev_hash"],
-                    r["hash"],
-                )
-                for n, r in enumerate(cur.fetchall(), start=1)
-            ]
-            cur.execute(self.q["list_actors"], {})
-            actors = {r["name"]: self._actor(r) for r in cur.fetchall()}
-            cur.execute(self.q["list_tokens"], {})
-            tokens = {
-                r["hash"]: Token(r["actor"], r["revoked_at"] is not None) for r in cur.fetchall()
-            }
-            cur.execute(self.q["list_automations"], {})
-            policies = {
-                r["name"]: PolicyRecord(r["version"], self._from_json(r["policy"]))
-                for r in cur.fetchall()
-            }
+            rows: list[list[dict[str, Any]]] = []
+            for name in REGISTRY_QUERIES:
+                cur.execute(self.q[name], {"id": REGISTRY} if name == "item_ledger" else {})
+                rows.append([dict(r) for r in cur.fetchall()])
+        key = hashlib.sha256(repr(rows).encode("utf-8", "surrogatepass")).digest()
+        cached = self._registry_cache
+        if cached is not None and cached[0] == key:
+            return cached[1].copy()
+        found = self._fold_registry(*rows)
+        self._registry_cache = (key, found)
+        return found.copy()
+
+    def _fold_registry(
+        self,
+        event_rows: list[dict[str, Any]],
+        actor_rows: list[dict[str, Any]],
+        token_rows: list[dict[str, Any]],
+        policy_rows: list[dict[str, Any]],
+        ledger_rows: list[dict[str, Any]],
+    ) -> Registry:
+        events = [
+            RegistryEvent(
+                n,
+                self._from_time(r["at"]) or datetime.min,
+                r["actor"],
+                r["change"],
+                freeze(self._from_json(r["detail"])),
+                r["prev_hash"],
+                r["hash"],
+            )
+            for n, r in enumerate(event_rows, start=1)
+        ]
+        actors = {r["name"]: self._actor(r) for r in actor_rows}
+        tokens = {r["hash"]: Token(r["actor"], r["revoked_at"] is not None) for r in token_rows}
+        policies = {
+            r["name"]: PolicyRecord(r["version"], self._from_json(r["policy"])) for r in policy_rows
+        }
         found = fold(events)
         found.findings += compare(found, actors, tokens, policies)
         # the chain against the ledger: a registry cut back (a revocation dropped) is seen
-        recorded = self.item_ledger(REGISTRY)
+        recorded = [(self._ledger_entry(r), r["before_hash"]) for r in ledger_rows]
         found.findings += registry_against([e.hash for e in events], [e for e, _ in recorded])
         found.findings += [
             f for f in item_ledger_findings(REGISTRY, [], recorded) if f.kind == "ledger"

@@ -60,11 +60,15 @@ class SQLStore(SQLSchema):
         state: str | None = None,
         automation: str | None = None,
         state_class: str | None = None,
+        key: str | None = None,
+        newest: bool = False,
         limit: int = 1000,
     ) -> list[Item]:
-        params = {"state": state, "automation": automation, "state_class": state_class}
+        params = {"state": state, "automation": automation, "state_class": state_class, "key": key}
         with self._read() as cur:
-            cur.execute(self.q["list_items"], {**params, "limit": limit})
+            cur.execute(
+                self.q["list_items_newest" if newest else "list_items"], {**params, "limit": limit}
+            )
             return self._items(cur.fetchall(), cur)
 
     def count_by_state(self) -> list[dict[str, Any]]:

@@ -70,8 +70,13 @@ class Store(Protocol):
         state: str | None = None,
         automation: str | None = None,
         state_class: str | None = None,
+        key: str | None = None,
+        newest: bool = False,
         limit: int = 1000,
-    ) -> list[Item]: ...
+    ) -> list[Item]:
+        """Up to ``limit`` items that match every filter given, oldest change first (newest
+        first with ``newest``)."""
+        ...
 
     def count_by_state(self) -> list[dict[str, Any]]: ...
 

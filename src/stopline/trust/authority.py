@@ -33,9 +33,9 @@ from .documents import (
     MalformedDocument,
     Signed,
 )
+from .env import TRUST_ROOT_ENV as TRUST_ROOT_ENV
 from .keys import KeyError_, PublicKey, read_public_keys
 
-TRUST_ROOT_ENV = "STOPLINE_TRUST_ROOT"
 CERTIFY = "certify"  # registry changes that carry signed documents
 REVOKE_KEY = "revoke_key"
 SIGNED_CHANGES = (CERTIFY, REVOKE_KEY)

@@ -25,6 +25,10 @@ from typing import Any
 
 from ..core.canonical import CanonicalError, canonical_json
 from ..core.frozen import freeze, thaw
+from .env import CHECKPOINT_PURPOSE as CHECKPOINT_PURPOSE
+from .env import PURPOSES as PURPOSES
+from .env import SIGN as SIGN
+from .env import SPEAK_FOR as SPEAK_FOR
 from .keys import KeyError_, PublicKey, Signer
 
 CERTIFICATE = "stopline.certificate"
@@ -33,11 +37,6 @@ ATTESTATION = "stopline.attestation"
 TOKEN = "stopline.token"
 CHECKPOINT = "stopline.checkpoint"
 VERSION = 1
-
-SIGN = "sign"
-SPEAK_FOR = "speak_for"
-CHECKPOINT_PURPOSE = "checkpoint"
-PURPOSES = (SIGN, SPEAK_FOR, CHECKPOINT_PURPOSE)
 
 
 class MalformedDocument(ValueError):

@@ -15,9 +15,8 @@ from pathlib import Path
 from .agent import Agent, AgentError, AgentSigner, signer_in_agent
 from .authority import Authority
 from .documents import SIGN
+from .env import KEY_ENV as KEY_ENV
 from .keys import KEY_TYPE, KeyError_, KeySigner, PublicKey, Signer
-
-KEY_ENV = "STOPLINE_KEY"
 
 
 class SigningError(ValueError):

@@ -140,7 +140,17 @@ SELECT * FROM items
 WHERE (CAST(:state AS text) IS NULL OR state = :state)
   AND (CAST(:automation AS text) IS NULL OR automation = :automation)
   AND (CAST(:state_class AS text) IS NULL OR state_class = :state_class)
+  AND (CAST(:key AS text) IS NULL OR key = :key)
 ORDER BY updated_at, id
+LIMIT :limit;
+
+-- name: list_items_newest
+SELECT * FROM items
+WHERE (CAST(:state AS text) IS NULL OR state = :state)
+  AND (CAST(:automation AS text) IS NULL OR automation = :automation)
+  AND (CAST(:state_class AS text) IS NULL OR state_class = :state_class)
+  AND (CAST(:key AS text) IS NULL OR key = :key)
+ORDER BY updated_at DESC, id DESC
 LIMIT :limit;
 
 -- name: count_by_state

@@ -129,7 +129,17 @@ SELECT * FROM items
 WHERE (:state IS NULL OR state = :state)
   AND (:automation IS NULL OR automation = :automation)
   AND (:state_class IS NULL OR state_class = :state_class)
+  AND (:key IS NULL OR key = :key)
 ORDER BY updated_at, id
+LIMIT :limit;
+
+-- name: list_items_newest
+SELECT * FROM items
+WHERE (:state IS NULL OR state = :state)
+  AND (:automation IS NULL OR automation = :automation)
+  AND (:state_class IS NULL OR state_class = :state_class)
+  AND (:key IS NULL OR key = :key)
+ORDER BY updated_at DESC, id DESC
 LIMIT :limit;
 
 -- name: count_by_state
