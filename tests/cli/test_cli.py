@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -126,6 +127,22 @@ def test_bad_usage_exits_2(demo_db: str) -> None:
     assert out.returncode == 2 and "not valid JSON" in out.stderr
     out = subprocess.run([*CLI, "approve", "x", "--db", demo_db], capture_output=True, text=True)
     assert out.returncode == 2
+
+
+@pytest.mark.parametrize("name", ["STOPLINE_WORKERS", "STOPLINE_CONCURRENCY", "STOPLINE_BATCH"])
+def test_a_bad_number_in_the_environment_is_a_usage_error(name: str, tmp_path: Path) -> None:
+    """A setting from the environment is checked like the option it stands for: exit 2 with
+    one usage line, no traceback, and no database made."""
+    db = tmp_path / "never.db"
+    out = subprocess.run(
+        [*CLI, "run", "stopline.examples.demo:app", "--once", "--db", f"sqlite:///{db}"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, name: "abc"},
+    )
+    assert out.returncode == 2, out.stderr
+    assert "invalid int value: 'abc'" in out.stderr and "Traceback" not in out.stderr
+    assert not db.exists()
 
 
 def test_json_arguments_outside_the_input_limits_exit_2(

@@ -106,20 +106,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--workers",
         type=int,
-        default=int(os.environ.get("STOPLINE_WORKERS", "1")),
+        default=os.environ.get("STOPLINE_WORKERS", "1"),
         help="worker processes (env STOPLINE_WORKERS; default 1)",
     )
     p.add_argument(
         "--concurrency",
         type=int,
-        default=int(os.environ.get("STOPLINE_CONCURRENCY", "1")),
+        default=os.environ.get("STOPLINE_CONCURRENCY", "1"),
         help="items each worker process runs at once: plain hooks on threads, async hooks on"
         " an event loop (env STOPLINE_CONCURRENCY; default 1)",
     )
     p.add_argument(
         "--batch",
         type=int,
-        default=int(os.environ.get("STOPLINE_BATCH", "1")),
+        default=os.environ.get("STOPLINE_BATCH", "1"),
         help="items each worker process claims in one statement and commits in one"
         " transaction (env STOPLINE_BATCH; default 1)",
     )
