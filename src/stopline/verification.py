@@ -30,6 +30,7 @@ from .core.verify import (
     STATE_CLASS_MISMATCH,
     idempotency_findings,
     incidents,
+    stop_key_findings,
     verify_item,
 )
 from .store import Store
@@ -135,6 +136,7 @@ def verify_store(store: Store, trust: Trust | None = None) -> Report:
     policies = {name: Policy.from_plain(r.policy) for name, r in registry.policies.items()}
     histories: dict[str, list[Event]] = {}
     legacy = store.legacy_seals()
+    keys = store.stop_keys()
     for item, events in store.iter_items_with_events():
         report.items += 1
         report.events += len(events)
@@ -149,6 +151,8 @@ def verify_store(store: Store, trust: Trust | None = None) -> Report:
         if authority is not None:
             report.findings += signature_findings(item, head, authority, now)
         report.findings += policy_findings(item, policies.get(item.automation), now)
+        if item.id in keys:
+            report.findings += stop_key_findings(item, events, *keys[item.id])
         problem = name_problem("automation", item.automation)
         if problem:
             report.findings.append(Finding("item", item.id, "automation", NAME_INVALID, problem))

@@ -178,6 +178,12 @@ class Attacker:
 
         assert decision.after is not None and decision.event is not None
         self.put_item(decision.after)
+        event = decision.event
+        if event.from_state != event.to_state:  # the inbox key, as the store keeps it
+            self.sql(
+                "UPDATE items SET state_since = :at WHERE id = :id",
+                {"at": raw.time_value(self.store, event.at), "id": event.item_id},
+            )
         self.insert_event(decision.event)
         kind = ledger_kind(decision.event)
         if ledger and kind is not None:

@@ -20,7 +20,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -931,6 +931,31 @@ def author_rehashed(a: Attacker, base: Base) -> None:
     for event in events[propose.seq - 1 :]:
         a.put_event(event)
     a.put_item(item)
+
+
+# the inbox keys ------------------------------------------------------------------------------
+
+
+@edit(
+    "the time a stopped item entered its state moved a week back (to the top of the inbox and "
+    "into its overdue list)",
+    findings=(("item", "stop_key_mismatch"),),
+    items=("pay-waiting",),
+)
+def stop_since_moved(a: Attacker, base: Base) -> None:
+    a.sql(
+        "UPDATE items SET state_since = :at WHERE id = :id",
+        {"at": a.time(NOW - timedelta(days=7)), "id": _id(a, "pay-waiting")},
+    )
+
+
+@edit(
+    "the severity rank of a stopped item raised to critical (data untouched)",
+    findings=(("item", "stop_key_mismatch"),),
+    items=("pay-waiting",),
+)
+def severity_rank_raised(a: Attacker, base: Base) -> None:
+    a.sql("UPDATE items SET severity_rank = 4 WHERE id = :id", {"id": _id(a, "pay-waiting")})
 
 
 def summary(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:

@@ -5,6 +5,7 @@ an approval short of the count leaves alone), the overdue filter and stuck work.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from helpers import T0, decide_at, discover, stay, stop_in_exception
 from stopline.core.commands import Approve, Observe, Propose
@@ -158,3 +159,92 @@ def test_stuck_work_lists_work_items_that_have_not_moved(store: Store) -> None:
     rest = store.insights.stuck_work(before, (first[-1].updated_at, first[-1].id), limit=2)
     assert [i.key for i in rest] == ["w2"]
     assert store.insights.stuck_work(T0) == []
+
+
+def test_each_row_keeps_the_inbox_keys_its_events_and_data_give(store: Store) -> None:
+    """``state_since`` and ``severity_rank`` (migration 8) are written with every decision and
+    agree with the events and the data they derive from; ``verify`` recomputes them."""
+    from stopline.core.verify import entered_at, stop_key_findings
+    from stopline.verification import verify_store
+
+    two = awaiting(store, "two", T0, "high")
+    actors = {"ann": Actor("ann", frozenset({"approver"}))}
+    approve = Approve("ann", two.doc("proposal")["digest"])
+    half = decide(two, approve, Context(T0 + 60 * S, TWO, actors))
+    assert half.after is not None and store.apply(half)
+    exc = stop_in_exception(store, "e", T0 + 5 * S)
+    stay(store, exc, T0 + 90 * S)
+    discover(store, "fresh", at=T0 + 7 * S)
+    keys = store.stop_keys()
+    expected = {}
+    for item in (two, exc, store.find("auto", "fresh")):
+        assert item is not None
+        expected[item.id] = (entered_at(item, store.history(item.id)), 3 if item is two else 2)
+    assert keys == expected
+    assert keys[two.id] == (T0, 3) and keys[exc.id] == (T0 + 5 * S, 2)
+    assert not [f for f in verify_store(store).findings if f.reason == "stop_key_mismatch"]
+    # Each key, edited alone, is found.
+    item = store.get(exc.id)
+    assert item is not None
+    moved = stop_key_findings(item, store.history(exc.id), T0, 2)
+    assert [(f.field, f.reason) for f in moved] == [("state_since", "stop_key_mismatch")]
+    raised = stop_key_findings(item, store.history(exc.id), T0 + 5 * S, 4)
+    assert [(f.field, f.reason) for f in raised] == [("severity_rank", "stop_key_mismatch")]
+
+
+def test_a_page_reads_the_index_of_stopped_items_not_every_row(tmp_path: Path) -> None:
+    """The inbox's pages follow partial indexes over stopped items (SQLite's plan names them;
+    no full scan of ``items``), so a page's cost does not grow with the backlog."""
+    from stopline.store import open_store, raw
+
+    store = open_store(f"sqlite:///{tmp_path / 'plan.db'}")
+    try:
+        params = {
+            "state": None,
+            "automation": None,
+            "text": None,
+            "stopped_before": None,
+            "after_sev": None,
+            "after_since": None,
+            "after_id": None,
+            "limit": 50,
+        }
+        expected = {
+            "stop_page_oldest": "items_stop_since",
+            "stop_page_newest": "items_stop_since",
+            "stop_page_severity": "items_stop_severity",
+        }
+        with raw.reading(store) as cur:
+            for name, index in expected.items():
+                sql = store.insights._q[name]  # type: ignore[attr-defined]
+                cur.execute("EXPLAIN QUERY PLAN " + sql, params)
+                plan = " / ".join(str(r["detail"]) for r in cur.fetchall())
+                assert f"USING INDEX {index}" in plan, plan
+                assert "USE TEMP B-TREE FOR ORDER BY" not in plan, plan
+    finally:
+        store.close()
+
+
+def test_the_upgrade_fills_the_inbox_keys_from_the_events(blank_store_url: str) -> None:
+    """Migration 8 on a database written before it: each row's ``state_since`` is the time of
+    its last event that changed the state and its ``severity_rank`` that of its data."""
+    from dataclasses import replace
+
+    from stopline.core.commands import Discover
+    from stopline.core.frozen import freeze, thaw
+    from stopline.store import open_store, raw
+    from store.test_documents import insert_inline
+
+    store = open_store(blank_store_url, migrate=False, check=False)
+    try:
+        raw.migrate_to(store, 7)
+        plain = decide_at(None, Discover("plain", "auto", "k1", {"n": 1}), T0)
+        insert_inline(store, plain)
+        high = decide_at(None, Discover("high", "auto", "k2", {"n": 2}), T0 + S)
+        assert high.after is not None
+        data = freeze({**thaw(high.after.data), "severity": "high"})
+        insert_inline(store, replace(high, after=replace(high.after, data=data)))
+        assert store.migrate() == [8]
+        assert store.stop_keys() == {"plain": (T0, 2), "high": (T0 + S, 3)}
+    finally:
+        store.close()

@@ -6,6 +6,8 @@ Severity never decides anything: no rule of the core reads it. It only orders th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 SEVERITIES: tuple[str, ...] = ("info", "low", "normal", "high", "critical")
 DEFAULT = "normal"
 RANK: dict[str, int] = {name: rank for rank, name in enumerate(SEVERITIES)}
@@ -26,3 +28,9 @@ def require(value: object, where: str) -> str | None:
 def of(data_severity: object) -> str:
     """The severity an item shows: its own, else :data:`DEFAULT`."""
     return data_severity if isinstance(data_severity, str) and data_severity in RANK else DEFAULT
+
+
+def rank(data: object) -> int:
+    """The rank in :data:`SEVERITIES` of the severity an item's ``data`` gives it (the inbox
+    sorts on it; absent or not a severity: :data:`DEFAULT`)."""
+    return RANK[of(data.get("severity") if isinstance(data, Mapping) else None)]

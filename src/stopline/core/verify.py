@@ -6,8 +6,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
+from . import severity
 from .canonical import format_time
 from .integrity import APPROVAL_UNRECORDED, Finding, author_findings
 from .records import Event, Item
@@ -26,6 +28,7 @@ IDEMPOTENCY_UNRECORDED = "idempotency_unrecorded"
 IDEMPOTENCY_MISSING = "idempotency_missing"
 IDEMPOTENCY_MISMATCH = "idempotency_mismatch"
 STATE_CLASS_MISMATCH = "state_class_mismatch"
+STOP_KEY_MISMATCH = "stop_key_mismatch"
 
 
 def verify_item(item: Item, events: Sequence[Event]) -> list[Finding]:
@@ -213,3 +216,42 @@ def _decision_matches(decision: Any, event: Event) -> bool:
         )
     except (ValueError, KeyError, TypeError):
         return False
+
+
+def entered_at(item: Item, events: Sequence[Event]) -> datetime:
+    """When ``item`` entered its current state: the time of its last event that changed the
+    state (creation included), else its creation time."""
+    moves = [e.at for e in events if e.from_state is None or e.from_state != e.to_state]
+    return max(moves) if moves else item.created_at
+
+
+def stop_key_findings(
+    item: Item, events: Sequence[Event], stored_since: datetime | None, stored_rank: int
+) -> list[Finding]:
+    """The inbox keys of ``item``'s row (``state_since``, ``severity_rank``) against what its
+    events and data say: a row edited to move an item in, or out of, the inbox's order or its
+    overdue list is found."""
+    found = []
+    expected = entered_at(item, events)
+    if stored_since != expected:
+        found.append(
+            Finding(
+                "item",
+                item.id,
+                "state_since",
+                STOP_KEY_MISMATCH,
+                f"the row says {stored_since}, its events say {expected}",
+            )
+        )
+    rank = severity.rank(item.data)
+    if stored_rank != rank:
+        found.append(
+            Finding(
+                "item",
+                item.id,
+                "severity_rank",
+                STOP_KEY_MISMATCH,
+                f"the row says {stored_rank}, its data says {rank}",
+            )
+        )
+    return found

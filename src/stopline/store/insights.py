@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..core import severity
 from ..core.records import Item
 from ..core.severity import SEVERITIES
 from .heartbeats import WorkerBeat
@@ -225,7 +226,6 @@ class SQLInsights:
             "automation": query.automation,
             "text": query.text.lower() if query.text else None,
             "stopped_before": s._time(query.stopped_before),
-            "sort": query.sort,
             "after_sev": None if after is None else after.severity,
             "after_since": None if after is None else s._time(after.since),
             "after_id": None if after is None else after.id,
@@ -235,14 +235,14 @@ class SQLInsights:
     def stop_page(self, query: StopQuery) -> list[StopRow]:
         s = self._store
         with s._read() as cur:
-            cur.execute(self._q["stop_page"], self._stop_params(query))
+            cur.execute(self._q[f"stop_page_{query.sort}"], self._stop_params(query))
             rows = cur.fetchall()
             items = s._items(rows, cur)
         found = []
         for r, item in zip(rows, items, strict=True):
-            since = s._from_time(r["since"])
-            assert since is not None
-            found.append(StopRow(item, since, SEVERITIES[int(r["sev"])]))
+            # a row written around the store (no state_since) shows its creation time
+            since = s._from_time(r["since"]) or item.created_at
+            found.append(StopRow(item, since, severity.of(item.data.get("severity"))))
         return found
 
     def stop_counts(self, query: StopQuery) -> list[StateCount]:

@@ -207,6 +207,10 @@ class Store(Protocol):
 
     def item_classes(self) -> list[tuple[str, str, str]]: ...
 
+    def stop_keys(self) -> dict[str, tuple[datetime | None, int]]:
+        """item id -> the inbox keys of its row (``state_since``, ``severity_rank``)."""
+        ...
+
     def document_findings(self) -> list[Finding]:
         """Every item row's reference to a document that is missing or no longer hashes to
         its digest (``document_missing``, ``document_altered``), and every altered body."""

@@ -10,6 +10,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
+from ..core import severity
 from ..core.canonical import format_time, parse_time
 from ..core.frozen import freeze, load_frozen, storage_json
 from ..core.ledger import LedgerEntry
@@ -126,6 +127,7 @@ class SQLRows(ABC):
             "claimed_at": self._time(item.claimed_at),
             "attempt_log": self._json(list(item.attempt_log)),
             "data": self._json(item.data if data is None else data),
+            "severity_rank": severity.rank(item.data),
         }
 
     def _event(self, row: Row) -> Event:

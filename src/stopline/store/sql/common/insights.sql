@@ -24,12 +24,9 @@ SELECT name FROM automations ORDER BY name;
 
 -- name: stopped_since
 -- When the item entered its current state: the time of its last event that changed the state
--- (an approval short of the count, an edit or a refusal changes nothing here).
-SELECT COALESCE(
-    (SELECT MAX(e.at) FROM events e
-     WHERE e.item_id = items.id AND (e.from_state IS NULL OR e.from_state <> e.to_state)),
-    items.created_at) AS since
-FROM items WHERE id = :id;
+-- (an approval short of the count, an edit or a refusal changes nothing here), kept in the row
+-- (migration 0008; `verify` recomputes it from the events).
+SELECT COALESCE(state_since, created_at) AS since FROM items WHERE id = :id;
 
 -- name: stuck_work
 -- Work-state items with no recorded decision since :before (no step moved them), longest

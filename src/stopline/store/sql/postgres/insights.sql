@@ -7,16 +7,19 @@ FROM items CROSS JOIN LATERAL json_array_elements(items.attempt_log) AS a(value)
 GROUP BY outcome
 ORDER BY outcome;
 
--- The stopped items of the inbox. `since`: when the item entered its current stop state (the
--- last event that changed the state; an approval short of the count does not). `sev`: the rank
--- of data.severity (core/severity.py; absent: normal). `haystack`: the text a search matches
--- (automation/key and the reason the item stopped), lower-cased; :text comes lower-cased.
+-- The stopped items of the inbox, in time independent of the backlog: each row keeps
+-- `state_since` (when the item entered its current state) and `severity_rank` (the rank of
+-- data.severity in core/severity.py; migration 0008), and partial indexes over stopped items
+-- hold them in the orders a page follows, so a page reads its own rows, not every stopped
+-- item. A search (:text, lower-cased) still reads every stopped item that passes the other
+-- filters: the text it matches (automation/key and the reason the item stopped) is built from
+-- the documents at query time.
 
--- name: stop_keyed
--- A fragment (not run alone): the stopped items that match the filters, with when each
--- entered its state (since), its severity rank (sev) and the text a search matches. `docs`:
--- the documents the search reads, each from the documents table when the row holds a
--- reference to it ({"$doc": digest}, stopline.store.documents), else inline.
+-- name: stop_hits
+-- A fragment (not run alone): the ids of the stopped items whose search text contains :text
+-- (none is computed when :text is null). `docs`: the documents the search reads, each from the
+-- documents table when the row holds a reference to it ({"$doc": digest},
+-- stopline.store.documents), else inline.
 WITH docs AS (
     SELECT items.id AS doc_id,
         COALESCE((SELECT CAST(d.body AS json) FROM documents d
@@ -40,18 +43,13 @@ WITH docs AS (
                     AND encode(sha256(convert_to(d.body, 'UTF8')), 'hex') = d.digest),
                  items.data->'revision') AS revision
     FROM items
-    WHERE items.state_class = 'stop'
+    WHERE items.state_class = 'stop' AND CAST(:text AS TEXT) IS NOT NULL
       AND (CAST(:state AS TEXT) IS NULL OR items.state = CAST(:state AS TEXT))
       AND (CAST(:automation AS TEXT) IS NULL OR items.automation = CAST(:automation AS TEXT))
-), keyed AS (
-    SELECT items.*,
-        COALESCE(
-            (SELECT MAX(e.at) FROM events e
-             WHERE e.item_id = items.id AND (e.from_state IS NULL OR e.from_state <> e.to_state)),
-            items.created_at) AS since,
-        CASE items.data->>'severity' WHEN 'info' THEN 0 WHEN 'low' THEN 1 WHEN 'high' THEN 3
-            WHEN 'critical' THEN 4 ELSE 2 END AS sev,
-        LOWER(items.automation || '/' || items.key
+), hits AS (
+    SELECT items.id FROM items JOIN docs ON docs.doc_id = items.id
+    WHERE strpos(LOWER(
+            items.automation || '/' || items.key
             || ' ' || COALESCE(docs.proposal->>'action', '')
             || ' ' || COALESCE(docs.proposal->>'target', '')
             || ' ' || COALESCE(docs.proposal->>'rationale', '')
@@ -60,34 +58,56 @@ WITH docs AS (
             || ' ' || COALESCE(docs.exception->>'why', '')
             || ' ' || COALESCE(docs.account->'last_error'->>'class', '')
             || ' ' || COALESCE(docs.account->'last_error'->>'message', '')
-            || ' ' || COALESCE(docs.revision->'failure'->>'reasons', '')) AS haystack
-    FROM items JOIN docs ON docs.doc_id = items.id
+            || ' ' || COALESCE(docs.revision->'failure'->>'reasons', '')),
+        CAST(:text AS TEXT)) > 0
 )
 
--- name: stop_page
--- One page, keyset-paged: :sort is oldest (since, id), newest (since desc, id desc) or
--- severity (sev desc, since, id); :after_* is the key of the last row of the previous page.
-{{stop_keyed}}
-SELECT * FROM keyed
-WHERE (CAST(:text AS TEXT) IS NULL OR strpos(haystack, CAST(:text AS TEXT)) > 0)
-  AND (CAST(:stopped_before AS timestamptz) IS NULL OR since < CAST(:stopped_before AS timestamptz))
+-- name: stop_where
+-- A fragment: the filters every inbox query applies to `items`.
+items.state_class = 'stop'
+  AND (CAST(:state AS TEXT) IS NULL OR items.state = CAST(:state AS TEXT))
+  AND (CAST(:automation AS TEXT) IS NULL OR items.automation = CAST(:automation AS TEXT))
+  AND (CAST(:stopped_before AS timestamptz) IS NULL
+       OR items.state_since < CAST(:stopped_before AS timestamptz))
+  AND (CAST(:text AS TEXT) IS NULL OR items.id IN (SELECT id FROM hits))
+
+-- name: stop_page_oldest
+-- One page, oldest stop first, after the key (:after_since, :after_id) of the last row of the
+-- previous page.
+{{stop_hits}}
+SELECT items.*, items.state_since AS since, items.severity_rank AS sev FROM items
+WHERE {{stop_where}}
   AND (CAST(:after_id AS TEXT) IS NULL
-    OR (CAST(:sort AS TEXT) = 'oldest' AND (since > CAST(:after_since AS timestamptz) OR (since = CAST(:after_since AS timestamptz) AND id > CAST(:after_id AS TEXT))))
-    OR (CAST(:sort AS TEXT) = 'newest' AND (since < CAST(:after_since AS timestamptz) OR (since = CAST(:after_since AS timestamptz) AND id < CAST(:after_id AS TEXT))))
-    OR (CAST(:sort AS TEXT) = 'severity' AND (sev < CAST(:after_sev AS INTEGER) OR (sev = CAST(:after_sev AS INTEGER)
-        AND (since > CAST(:after_since AS timestamptz) OR (since = CAST(:after_since AS timestamptz) AND id > CAST(:after_id AS TEXT)))))))
-ORDER BY
-    CASE WHEN CAST(:sort AS TEXT) = 'severity' THEN sev ELSE 0 END DESC,
-    CASE WHEN CAST(:sort AS TEXT) = 'newest' THEN since END DESC,
-    CASE WHEN CAST(:sort AS TEXT) = 'newest' THEN id END DESC,
-    since, id
+       OR (items.state_since, items.id) > (CAST(:after_since AS timestamptz), CAST(:after_id AS TEXT)))
+ORDER BY items.state_since, items.id
+LIMIT :limit;
+
+-- name: stop_page_newest
+-- One page, newest stop first.
+{{stop_hits}}
+SELECT items.*, items.state_since AS since, items.severity_rank AS sev FROM items
+WHERE {{stop_where}}
+  AND (CAST(:after_id AS TEXT) IS NULL
+       OR (items.state_since, items.id) < (CAST(:after_since AS timestamptz), CAST(:after_id AS TEXT)))
+ORDER BY items.state_since DESC, items.id DESC
+LIMIT :limit;
+
+-- name: stop_page_severity
+-- One page, most severe first, then oldest stop first.
+{{stop_hits}}
+SELECT items.*, items.state_since AS since, items.severity_rank AS sev FROM items
+WHERE {{stop_where}}
+  AND (CAST(:after_id AS TEXT) IS NULL
+       OR items.severity_rank < CAST(:after_sev AS INTEGER)
+       OR (items.severity_rank = CAST(:after_sev AS INTEGER)
+           AND (items.state_since, items.id) > (CAST(:after_since AS timestamptz), CAST(:after_id AS TEXT))))
+ORDER BY items.severity_rank DESC, items.state_since, items.id
 LIMIT :limit;
 
 -- name: stop_counts
 -- How many stopped items match the same filters, by state, and the earliest `since` of each.
-{{stop_keyed}}
-SELECT state, COUNT(*) AS n, MIN(since) AS oldest FROM keyed
-WHERE (CAST(:text AS TEXT) IS NULL OR strpos(haystack, CAST(:text AS TEXT)) > 0)
-  AND (CAST(:stopped_before AS timestamptz) IS NULL OR since < CAST(:stopped_before AS timestamptz))
-GROUP BY state
-ORDER BY state;
+{{stop_hits}}
+SELECT items.state, COUNT(*) AS n, MIN(items.state_since) AS oldest FROM items
+WHERE {{stop_where}}
+GROUP BY items.state
+ORDER BY items.state;

@@ -108,10 +108,10 @@ WHERE id = :id AND lease_owner = :worker AND lease_token = :token AND lease_expi
 -- name: insert_item
 INSERT INTO items (id, automation, key, state, state_class, version, seq, head, created_at,
     updated_at, attempts, max_attempts, next_eligible_at, lease_owner, lease_token,
-    lease_expires_at, claimed_at, attempt_log, data)
+    lease_expires_at, claimed_at, attempt_log, data, state_since, severity_rank)
 VALUES (:id, :automation, :key, :state, :state_class, :version, :seq, :head, :created_at,
     :updated_at, :attempts, :max_attempts, :next_eligible_at, :lease_owner, :lease_token,
-    :lease_expires_at, :claimed_at, :attempt_log, :data)
+    :lease_expires_at, :claimed_at, :attempt_log, :data, :created_at, :severity_rank)
 ON CONFLICT (automation, key) DO NOTHING;
 
 -- name: update_item
@@ -120,7 +120,9 @@ UPDATE items SET state = :state, state_class = :state_class, version = :version,
     head = :head, updated_at = :updated_at, attempts = :attempts, max_attempts = :max_attempts,
     next_eligible_at = :next_eligible_at, lease_owner = :lease_owner, lease_token = :lease_token,
     lease_expires_at = :lease_expires_at, claimed_at = :claimed_at, attempt_log = :attempt_log,
-    data = :data
+    data = :data, severity_rank = :severity_rank,
+    state_since = CASE WHEN CAST(:from_state AS text) IS NULL
+        OR CAST(:from_state AS text) <> :to_state THEN CAST(:at AS timestamptz) ELSE state_since END
 WHERE id = :id AND version = :expected_version;
 
 -- name: insert_event
@@ -245,7 +247,11 @@ WITH updated AS (
         max_attempts = :max_attempts, next_eligible_at = :next_eligible_at,
         lease_owner = :lease_owner, lease_token = :lease_token,
         lease_expires_at = :lease_expires_at, claimed_at = :claimed_at,
-        attempt_log = :attempt_log, data = :data
+        attempt_log = :attempt_log, data = :data,
+        severity_rank = :severity_rank,
+        state_since = CASE WHEN CAST(:from_state AS text) IS NULL
+            OR CAST(:from_state AS text) <> :to_state THEN CAST(:at AS timestamptz)
+            ELSE state_since END
     WHERE id = :id AND version = :expected_version
     RETURNING id
 ), event AS (
@@ -318,6 +324,9 @@ SELECT key, command_digest, item_id, decision FROM idempotency ORDER BY key;
 
 -- name: item_classes
 SELECT id, state, state_class FROM items ORDER BY id;
+
+-- name: stop_keys
+SELECT id, state_since, severity_rank FROM items ORDER BY id;
 
 -- name: insert_legacy_seal
 INSERT INTO legacy_seals (item_id, head, seal, at) VALUES (:item_id, :head, :seal, :at);
