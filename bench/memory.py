@@ -27,6 +27,7 @@ import os
 import re
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -118,8 +119,12 @@ NEXT = re.compile(r'href="([^"]+)" data-testid="page-next"')
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
 
-def _requests(base: str, token: str, seed_id: str) -> int:
-    """ROUNDS rounds of the reads an operator makes; every answer must be a 200."""
+READS = ("inbox", "search", "inbox page 2", "stuck", "metrics", "api items", "item page")
+
+
+def _requests(base: str, token: str, seed_id: str) -> tuple[int, dict[str, float]]:
+    """ROUNDS rounds of the reads an operator makes; every answer must be a 200. Returns how
+    many were made and, per read, the median time to its answer (ms)."""
     import httpx
 
     with httpx.Client(base_url=base, timeout=120) as web:
@@ -132,6 +137,7 @@ def _requests(base: str, token: str, seed_id: str) -> int:
             raise RuntimeError(f"sign-in answered {signed.status_code}")
         api = {"Authorization": f"Bearer {token}"}
         count = 0
+        times: dict[str, list[float]] = {name: [] for name in READS}
         for _ in range(ROUNDS):
             first = web.get("/inbox")
             link = NEXT.search(first.text)
@@ -146,16 +152,19 @@ def _requests(base: str, token: str, seed_id: str) -> int:
                 web.get("/api/items", headers=api),
                 web.get(f"/items/{seed_id}"),
             ]
-            for a in answers:
+            for name, a in zip(READS, answers, strict=True):
                 if a.status_code != 200:
                     raise RuntimeError(f"{a.request.url.path} answered {a.status_code}")
+                times[name].append(a.elapsed.total_seconds() * 1000)
             count += len(answers)
-    return count
+    return count, {name: round(statistics.median(ms), 1) for name, ms in times.items()}
 
 
-def serve_rss(url: str, seed_id: str, folder: Path) -> tuple[dict[str, float], int]:
-    """``stopline serve``'s VmHWM, RssAnon and RssFile (MB) after the reads, and how many were
-    made."""
+def serve_rss(
+    url: str, seed_id: str, folder: Path
+) -> tuple[dict[str, float], int, dict[str, float]]:
+    """``stopline serve``'s VmHWM, RssAnon and RssFile (MB) after the reads, how many were
+    made, and the median time of each (ms)."""
     cli("actors", "add", "bench", "--role", "operator", "--db", url)
     token = json.loads(cli("actors", "token", "bench", "--json", "--db", url))["token"]
     port = _free_port()
@@ -183,8 +192,8 @@ def serve_rss(url: str, seed_id: str, folder: Path) -> tuple[dict[str, float], i
             if time.monotonic() > deadline:
                 raise TimeoutError("serve did not answer within 90s")
             time.sleep(0.1)
-        made = _requests(base, token, seed_id)
-        return _status_mb(proc.pid, {}), made
+        made, times = _requests(base, token, seed_id)
+        return _status_mb(proc.pid, {}), made, times
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -234,8 +243,10 @@ def _measure(cfg: BenchConfig, store: str, url: str, backlog: int, folder: Path)
         worker["error"] = f"{type(exc).__name__}: {exc}"[:300]
     yield worker
     try:
-        peaks, made = serve_rss(url, seed_id, folder)
-        serve.update(peak_rss_mb=round(peaks["VmHWM"], 1), requests=made, **_parts(peaks))
+        peaks, made, times = serve_rss(url, seed_id, folder)
+        serve.update(
+            peak_rss_mb=round(peaks["VmHWM"], 1), requests=made, read_ms=times, **_parts(peaks)
+        )
     except Exception as exc:
         serve["error"] = f"{type(exc).__name__}: {exc}"[:300]
     yield serve
@@ -275,6 +286,16 @@ def table_rows(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[str]], 
         )
     ]
     return headers, body, {2, 3, 4, 5, 6}
+
+
+def read_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Per store and backlog: the median time of each of ``serve``'s reads (ms)."""
+    out = []
+    for r in rows:
+        if r["scenario"] == "memory: serve" and r.get("read_ms"):
+            times = ", ".join(f"{name} {ms:,.0f}" for name, ms in r["read_ms"].items())
+            out.append(f"serve, {r['store']}, {_power(r['stopped'])} stopped, ms: {times}")
+    return out
 
 
 def ratio_lines(rows: list[dict[str, Any]]) -> list[str]:

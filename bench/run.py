@@ -369,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         print(format_memory_table(mem))
         print()
         print("\n".join(memory.ratio_lines(mem)))
+        print("\n".join(memory.read_lines(mem)))
     errors = _errors([*rows, *claims, *mem])
     if errors:
         print("\nerrors:")
