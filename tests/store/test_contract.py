@@ -475,3 +475,37 @@ def test_the_event_log_is_append_only(store: Store) -> None:
         ):  # around the store's own methods
             cur.execute(statement)
     assert dump(store) == before
+
+
+def test_current_reads_the_item_its_head_and_its_seal_together(store: Store) -> None:
+    """``current`` is ``get`` and ``head`` in one read, including for a missing item and for
+    an item whose last event is not the one its row points at."""
+    from helpers import stay, stop_in_exception
+    from stopline.core.records import Event
+    from stopline.store import raw
+
+    assert store.current("nope") == (None, None, None)
+    item = stop_in_exception(store, "k", T0)
+    stay(store, item, T0 + timedelta(seconds=5))
+    head, legacy = store.head(item.id)
+    assert head is not None and legacy is None
+    assert store.current(item.id) == (store.get(item.id), head, None)
+    # an event appended by hand, which the row does not point at: the head is by sequence
+    extra = Event.sealed(
+        item_id=item.id,
+        seq=head.seq + 1,
+        at=T0 + timedelta(seconds=9),
+        command="reconcile",
+        actor="mallory",
+        from_state=item.state,
+        to_state=item.state,
+        reasons=(),
+        digests={},
+        detail={},
+        prev_hash=head.hash,
+    )
+    with raw.writing(store) as cur:
+        cur.execute(store.q["insert_event"], raw.event_row(store, extra))  # type: ignore[attr-defined]
+    got, got_head, _ = store.current(item.id)
+    assert got == store.get(item.id) and got is not None and got.seq == head.seq
+    assert got_head == extra == store.head(item.id)[0]

@@ -250,10 +250,9 @@ class Worker:
             if not self.store.renew(item, now, lease):
                 raise LeaseLost(item.id)
             holder.renewed(now, lease)
-        fresh = self.store.get(item.id)
+        fresh, head, legacy = self.store.current(item.id)  # one read: the row and its head
         if fresh is None or (fresh.version, fresh.lease_token) != (item.version, item.lease_token):
             raise LeaseLost(item.id)  # someone else wrote it: this claim is over
-        head, legacy = self.store.head(item.id)
         registry = self.store.registry() if authority or self.trust is not None else None
         findings = list(registry.findings) if registry is not None else []
         if authority:

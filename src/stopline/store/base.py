@@ -29,6 +29,21 @@ from .outbox import SQLOutbox
 from .queries import load, migrations
 from .schema import SQLSchema
 
+EVENT_COLUMNS = (  # the columns of an event row (current_item prefixes them with e_)
+    "item_id",
+    "seq",
+    "at",
+    "command",
+    "actor",
+    "from_state",
+    "to_state",
+    "reasons",
+    "digests",
+    "detail",
+    "prev_hash",
+    "hash",
+)
+
 
 class SQLStore(SQLSchema):
     """Everything but the driver: queries come from ``sql/<dialect>/queries.sql``."""
@@ -92,6 +107,19 @@ class SQLStore(SQLSchema):
         if row is None:
             return None, None
         return self._event(row), row["legacy_seal"]
+
+    def current(self, item_id: str) -> tuple[Item | None, Event | None, str | None]:
+        """The item, its last event by sequence and that event's upgrade seal, read together."""
+        with self._read() as cur:
+            cur.execute(self.q["current_item"], {"id": item_id})
+            row = cur.fetchone()
+            if row is None:
+                return None, None, None
+            item = self._one(row, cur)
+        if row["e_seq"] is None:
+            return item, None, None
+        head = self._event({name: row["e_" + name] for name in EVENT_COLUMNS})
+        return item, head, row["legacy_seal"]
 
     def iter_items_with_events(self) -> Iterator[tuple[Item, list[Event]]]:
         with self._read() as cur:

@@ -86,6 +86,11 @@ class Store(Protocol):
         """The item's last event by sequence, and the seal an upgrade recorded for it."""
         ...
 
+    def current(self, item_id: str) -> tuple[Item | None, Event | None, str | None]:
+        """:meth:`get` and :meth:`head` in one read: the item, its last event by sequence and
+        that event's upgrade seal, from one snapshot (``(None, None, None)``: no such item)."""
+        ...
+
     def iter_items_with_events(self) -> Iterator[tuple[Item, list[Event]]]: ...
 
     def insert(self, decision: Decision) -> bool:
