@@ -70,15 +70,16 @@ def test_1_a_read_command_never_creates_a_database(tmp_path: Path) -> None:
 
 
 def test_2_an_unreachable_postgres_fails_fast_in_one_line(tmp_path: Path) -> None:
-    """A port nobody listens on: exit 2 within a few seconds, one line, no driver warnings."""
-    started = time.monotonic()
+    """A port nobody listens on: exit 2 on the first refused connection (the driver's own
+    reason in one line, no driver warnings), not after waiting out a pool's timeout as the old
+    code did (judged by what it says, never by a wall clock a loaded machine can stretch)."""
     done = stopline("items", "--db", "postgresql://postgres@127.0.0.1:1/nothing", cwd=tmp_path)
-    elapsed = time.monotonic() - started
     assert done.returncode == 2, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "cannot connect" in lines[0], done.stderr
+    assert "Connection refused" in lines[0], done.stderr
     assert "WARNING" not in done.stderr and "PoolTimeout" not in done.stderr
-    assert elapsed < 20  # the old code waited out a 30 s pool timeout
+    assert "timeout" not in done.stderr.lower()
 
 
 # --- 3. a failed discovery, an async hook: cron must notice -----------------------------------

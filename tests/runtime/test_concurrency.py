@@ -163,6 +163,7 @@ class Gate:
         self.now = 0
         self.most = 0
         self.reached = threading.Event()
+        self.paired = threading.Event()  # two were in flight at once, at least once
 
     def enter(self) -> None:
         with self.lock:
@@ -170,6 +171,8 @@ class Gate:
             self.most = max(self.most, self.now)
             if self.now >= self.need:
                 self.reached.set()
+            if self.now >= 2:
+                self.paired.set()
 
     def leave(self) -> None:
         with self.lock:
@@ -249,7 +252,8 @@ def test_an_automation_limit_caps_its_items_in_flight(store: Store) -> None:
     def observe(ctx: HookContext) -> Evidence:
         gate.enter()
         try:
-            gate.reached.wait(1.0)
+            gate.paired.wait(60)  # the first pair meets, however slowly the second starts
+            gate.reached.wait(1.0)  # time for a third to get in, if the limit let it
         finally:
             gate.leave()
         return Evidence({})

@@ -166,11 +166,12 @@ def test_sigstop_past_the_lease_then_sigcont_the_late_commit_is_refused(make_lab
 def test_a_live_lease_is_never_taken(make_lab: Any) -> None:
     """While a worker holds and renews its lease, another worker process never runs the step."""
     # a renews every lease/3 seconds: its lease runs out only if it stalls for 2/3 of a lease
-    # (2.7 s here); the window below spans two lease periods, so renewals are what keep b out
-    lab = make_lab(keys="done-1", lease=4)
+    # (4 s here, far beyond any stall of a loaded machine seen); the window below spans two
+    # lease periods, so renewals are what keep b out
+    lab = make_lab(keys="done-1", lease=6)
     a, held = _blocked_worker(lab, "lab/done-1")
     b = lab.run_app(name="b")  # long-running: it keeps polling for claimable work
-    time.sleep(8)  # two lease periods: only the holder's renewals keep b out
+    time.sleep(12)  # two lease periods: only the holder's renewals keep b out
     assert b.popen.poll() is None, b.output()
     assert lab.runs("pid = ?", (b.pid,)) == []
     item = lab.item("lab/done-1")

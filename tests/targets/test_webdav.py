@@ -84,7 +84,7 @@ def test_repeated_create_leaves_one_resource_in_propfind(
 
 def test_stopped_server_fails_every_call(own_dav_server: DavServer) -> None:
     """Once the server process is gone every call raises TargetError, none succeeds."""
-    with WebDAVTarget(own_dav_server.url, timeout=1.0, trust_env=False) as target:
+    with WebDAVTarget(own_dav_server.url, timeout=5.0, trust_env=False) as target:
         ref = target.create(make(), "key")
         own_dav_server.stop()
         with pytest.raises(TargetError):
