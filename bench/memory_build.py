@@ -38,7 +38,7 @@ PG_COPY = {
     "time": "{col} - {x} * interval '1 second'",
     "detail": 'replace({col}::text, \'"key":"{seed}"\', \'"key":"c\' || {x} || \'"\')::json',
 }
-TIMES = {"created_at", "updated_at", "next_eligible_at", "at"}
+TIMES = {"created_at", "updated_at", "next_eligible_at", "at", "state_since"}
 
 
 def env() -> dict[str, str]:

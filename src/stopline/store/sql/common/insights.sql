@@ -28,18 +28,6 @@ SELECT name FROM automations ORDER BY name;
 -- (migration 0008; `verify` recomputes it from the events).
 SELECT COALESCE(state_since, created_at) AS since FROM items WHERE id = :id;
 
--- name: stuck_work
--- Work-state items with no recorded decision since :before (no step moved them), longest
--- unmoved first; keyset pages on (updated_at, id) after :after_at / :after_id.
-SELECT * FROM items
-WHERE state_class = 'work' AND updated_at < :before
-  AND (CAST(:after_id AS TEXT) IS NULL OR updated_at > :after_at OR (updated_at = :after_at AND id > :after_id))
-ORDER BY updated_at, id
-LIMIT :limit;
-
--- name: stuck_count
-SELECT COUNT(*) AS n FROM items WHERE state_class = 'work' AND updated_at < :before;
-
 -- name: automation_states
 -- Items by automation and state, with the earliest last change among them.
 SELECT automation, state, COUNT(*) AS n, MIN(updated_at) AS oldest

@@ -111,3 +111,15 @@ SELECT items.state, COUNT(*) AS n, MIN(items.state_since) AS oldest FROM items
 WHERE {{stop_where}}
 GROUP BY items.state
 ORDER BY items.state;
+
+-- name: stuck_work
+-- Work-state items with no recorded decision since :before (no step moved them), longest
+-- unmoved first; keyset pages on (updated_at, id) after :after_at / :after_id.
+SELECT * FROM items
+WHERE state_class = 'work' AND updated_at < :before
+  AND (CAST(:after_id AS TEXT) IS NULL OR updated_at > :after_at OR (updated_at = :after_at AND id > :after_id))
+ORDER BY updated_at, id
+LIMIT :limit;
+
+-- name: stuck_count
+SELECT COUNT(*) AS n FROM items WHERE state_class = 'work' AND updated_at < :before;

@@ -111,3 +111,18 @@ SELECT items.state, COUNT(*) AS n, MIN(items.state_since) AS oldest FROM items I
 WHERE {{stop_where}}
 GROUP BY items.state
 ORDER BY items.state;
+
+-- name: stuck_work
+-- Work-state items with no recorded decision since :before (no step moved them), longest
+-- unmoved first; keyset pages on (updated_at, id) after :after_at / :after_id. Both read the
+-- work items alone (`items_due` leads with the state class; without the hint SQLite's planner
+-- took `items_state` and visited every stopped item).
+SELECT * FROM items INDEXED BY items_due
+WHERE state_class = 'work' AND updated_at < :before
+  AND (CAST(:after_id AS TEXT) IS NULL OR updated_at > :after_at OR (updated_at = :after_at AND id > :after_id))
+ORDER BY updated_at, id
+LIMIT :limit;
+
+-- name: stuck_count
+SELECT COUNT(*) AS n FROM items INDEXED BY items_due
+WHERE state_class = 'work' AND updated_at < :before;
