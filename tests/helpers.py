@@ -93,6 +93,25 @@ def decide_at(
     return decide(item, command, Context(now, policy or Policy()))
 
 
+def insert_old(store: Store, decision: Decision) -> None:
+    """Write a discovery as a store of schema version 7 or older did: the item row without the
+    columns of later migrations (its documents inline, no inbox keys), its event and, where the
+    schema has the ledger (version 4 on), its ledger entry. For tests of a migration: the
+    store's own ``insert`` writes the columns of the newest schema."""
+    from stopline.core.ledger import CREATE
+
+    assert decision.after is not None and decision.event is not None
+    insert = store.q["insert_item"]  # type: ignore[attr-defined]
+    for new in (", state_since, severity_rank", ", :created_at, :severity_rank"):
+        insert = insert.replace(new, "")
+    insert = insert.replace(", %(created_at)s, %(severity_rank)s)", ")")
+    with raw.writing(store) as cur:
+        cur.execute(insert, raw.item_row(store, decision.after))
+        cur.execute(store.q["insert_event"], raw.event_row(store, decision.event))  # type: ignore[attr-defined]
+        if store.schema_version() >= 4:
+            raw.append_ledger_event(store, cur, CREATE, decision.event)
+
+
 def discover(
     store: Store,
     key: str,

@@ -9,7 +9,7 @@ import hashlib
 import json
 from typing import Any
 
-from helpers import T0, count, decide_at, discover
+from helpers import T0, count, decide_at, discover, insert_old
 from integrity.attacker import Attacker
 from stopline.core.commands import Discover, Observe
 from stopline.core.decision import Decision
@@ -41,16 +41,8 @@ def documents(store: Store) -> dict[str, str]:
 
 
 def insert_inline(store: Store, decision: Decision) -> None:
-    """Write a discovery as a store before migration 7 did: the documents inline (and, as
-    before migration 8, without the inbox keys)."""
-    assert decision.after is not None and decision.event is not None
-    insert = store.q["insert_item"]  # type: ignore[attr-defined]
-    for new in (", state_since, severity_rank", ", :created_at, :severity_rank"):
-        insert = insert.replace(new, "")
-    insert = insert.replace(", %(created_at)s, %(severity_rank)s)", ")")
-    with raw.writing(store) as cur:
-        cur.execute(insert, raw.item_row(store, decision.after))
-        cur.execute(store.q["insert_event"], raw.event_row(store, decision.event))  # type: ignore[attr-defined]
+    """Write a discovery as a store before migration 7 did: the documents inline."""
+    insert_old(store, decision)
 
 
 def fresh(url: str) -> Store:

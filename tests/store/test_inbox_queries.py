@@ -196,6 +196,7 @@ def test_a_page_reads_the_index_of_stopped_items_not_every_row(tmp_path: Path) -
     """The inbox's pages follow partial indexes over stopped items (SQLite's plan names them;
     no full scan of ``items``), so a page's cost does not grow with the backlog."""
     from stopline.store import open_store, raw
+    from stopline.store.queries import load
 
     store = open_store(f"sqlite:///{tmp_path / 'plan.db'}")
     try:
@@ -214,9 +215,10 @@ def test_a_page_reads_the_index_of_stopped_items_not_every_row(tmp_path: Path) -
             "stop_page_newest": "items_stop_since",
             "stop_page_severity": "items_stop_severity",
         }
+        queries = load("sqlite", file="insights")
         with raw.reading(store) as cur:
             for name, index in expected.items():
-                sql = store.insights._q[name]  # type: ignore[attr-defined]
+                sql = queries[name]
                 cur.execute("EXPLAIN QUERY PLAN " + sql, params)
                 plan = " / ".join(str(r["detail"]) for r in cur.fetchall())
                 assert f"USING INDEX {index}" in plan, plan

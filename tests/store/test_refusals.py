@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from helpers import T0, discover, dump
+from helpers import T0, decide_at, discover, dump, insert_old
 from stopline.controller import Controller
 from stopline.core.canonical import format_time
+from stopline.core.commands import Discover
 from stopline.core.policy import Policy
 from stopline.store import Store, open_store, raw
 
@@ -110,7 +111,10 @@ def test_the_migration_merges_the_rows_written_before_it(blank_store_url: str) -
     store = open_store(blank_store_url, migrate=False, check=False)
     try:
         raw.migrate_to(store, 4)
-        item = discover(store, "k1")
+        discovered = decide_at(None, Discover("auto-k1", "auto", "k1", {}), T0)
+        insert_old(store, discovered)  # as a store of schema 4 wrote it
+        item = discovered.after
+        assert item is not None
         store.register_automation("auto", Policy(), T0)
         old = [("mallory", ["not_allowed"], 0), ("mallory", ["not_allowed"], 2), (None, ["x"], 1)]
         mark = "%({})s" if store.dialect == "postgres" else ":{}"
