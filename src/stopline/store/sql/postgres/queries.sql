@@ -283,20 +283,6 @@ SELECT e.*, l.seal AS legacy_seal FROM events e
 LEFT JOIN legacy_seals l ON l.item_id = e.item_id AND l.head = e.hash
 WHERE e.item_id = :id ORDER BY e.seq DESC LIMIT 1;
 
--- name: current_item
--- The item row, its last event by sequence and the seal an upgrade recorded for that event,
--- in one statement (one snapshot, one round trip): what a worker checks before it acts.
-SELECT i.*,
-    e.item_id AS e_item_id, e.seq AS e_seq, e.at AS e_at, e.command AS e_command,
-    e.actor AS e_actor, e.from_state AS e_from_state, e.to_state AS e_to_state, e.reasons AS e_reasons,
-    e.digests AS e_digests, e.detail AS e_detail, e.prev_hash AS e_prev_hash, e.hash AS e_hash,
-    l.seal AS legacy_seal
-FROM items i
-LEFT JOIN events e ON e.item_id = i.id
-    AND e.seq = (SELECT MAX(m.seq) FROM events m WHERE m.item_id = i.id)
-LEFT JOIN legacy_seals l ON l.item_id = e.item_id AND l.head = e.hash
-WHERE i.id = :id;
-
 -- name: lock_ledger
 -- Serialises the appends to one shard of the ledger (held to the end of the transaction).
 SELECT pg_advisory_xact_lock(hashtext('stopline.ledger'), CAST(:shard AS integer));
@@ -338,9 +324,6 @@ SELECT key, command_digest, item_id, decision FROM idempotency ORDER BY key;
 
 -- name: item_classes
 SELECT id, state, state_class FROM items ORDER BY id;
-
--- name: stop_keys
-SELECT id, state_since, severity_rank FROM items ORDER BY id;
 
 -- name: insert_legacy_seal
 INSERT INTO legacy_seals (item_id, head, seal, at) VALUES (:item_id, :head, :seal, :at);
