@@ -71,6 +71,28 @@ def test_times_are_utc_with_z_and_microseconds() -> None:
     assert canonical_json(value) == '{"at":"2026-01-02T03:04:05.000006Z"}'
 
 
+def test_remembered_times_are_formatted_as_themselves() -> None:
+    """Formatting remembers times it has seen; an equal instant in another zone writes the same
+    text, a naive time is refused every time, and a subclass that claims to equal another time
+    is formatted as its own value, never as the remembered one."""
+    at = datetime(2026, 3, 4, 5, 6, 7, 8, tzinfo=UTC)
+    same = at.astimezone(timezone(timedelta(hours=-3)))
+    assert format_time(at) == format_time(same) == "2026-03-04T05:06:07.000008Z"
+    for _ in range(2):
+        with pytest.raises(CanonicalError, match="naive"):
+            format_time(datetime(2026, 3, 4, 5, 6, 7, 8))
+
+    class Liar(datetime):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        def __hash__(self) -> int:
+            return hash(at)
+
+    other = Liar(2030, 1, 1, tzinfo=UTC)
+    assert format_time(other) == "2030-01-01T00:00:00.000000Z"
+
+
 def test_parse_time_inverts_format_time() -> None:
     """parse_time(format_time(t)) is t, in UTC."""
     t = datetime(2026, 5, 6, 7, 8, 9, 123456, tzinfo=timezone(timedelta(hours=-5)))

@@ -32,6 +32,7 @@ new digest is RFC 8785.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import math
@@ -50,6 +51,19 @@ class CanonicalError(ValueError):
 
 def format_time(value: datetime) -> str:
     """RFC 3339 UTC with microseconds, the one time format of stopline."""
+    if type(value) is datetime:  # a subclass may define equality its own way: never cached
+        return _format_exact(value)
+    return _format_time(value)
+
+
+# A transition formats the same few times (created, updated, eligible, the clock's now) dozens
+# of times over (row parameters, seals, event hashes): a cache makes that a dictionary lookup.
+@functools.lru_cache(maxsize=4096)
+def _format_exact(value: datetime) -> str:
+    return _format_time(value)
+
+
+def _format_time(value: datetime) -> str:
     if value.tzinfo is not UTC:
         if value.tzinfo is None or value.utcoffset() is None:
             raise CanonicalError("naive datetime has no canonical form; pass a timezone-aware time")
