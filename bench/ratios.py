@@ -67,10 +67,10 @@ def lines(rows: list[Row]) -> list[str]:
                     )
                     name = str(r["scenario"]).split(": ", 1)[1]
                     out.append(f"    {name} {r['store']} vs {vs}")
-    return out
+    return out + cpu_lines(rows)
 
 
-def _raw(rows: Iterable[Row], store: str, workers: int) -> float | None:
+def _raw_row(rows: Iterable[Row], store: str, workers: int) -> Row | None:
     for r in rows:
         if r["scenario"] != "raw" and not str(r["scenario"]).startswith("raw"):
             continue
@@ -78,7 +78,36 @@ def _raw(rows: Iterable[Row], store: str, workers: int) -> float | None:
         if r["workers"] != workers:
             continue
         if store == "postgres" and details.get("pg_outcome") == "cte":
-            return float(r["rate"]) if r.get("rate") is not None else None
+            return r
         if store.startswith("sqlite") and details.get("sqlite_sync") == store.split("=")[1]:
-            return float(r["rate"]) if r.get("rate") is not None else None
+            return r
     return None
+
+
+def _raw(rows: Iterable[Row], store: str, workers: int) -> float | None:
+    r = _raw_row(rows, store, workers)
+    return None if r is None or r.get("rate") is None else float(r["rate"])
+
+
+def cpu_lines(rows: list[Row]) -> list[str]:
+    """CPU of the worker processes per transition against the raw loop's per step (the
+    database server's own CPU is not counted): unlike a rate, it barely moves with the load
+    of the machine, so it shows what a change to the code saves on any day."""
+    out: list[str] = []
+    for r in rows:
+        if r["scenario"] != "stopline" or r.get("error"):
+            continue
+        cpu = r["details"].get("cpu_ms_per_op")
+        raw = _raw_row(rows, str(r["store"]), int(r["workers"]))
+        raw_cpu = None if raw is None else raw["details"].get("cpu_ms_per_op")
+        if cpu is None:
+            continue
+        out.append(
+            f"  {r['store']}, {r['workers']} worker(s): {cpu:.3f} ms per transition"
+            + (
+                ""
+                if raw_cpu is None
+                else f", raw loop {raw_cpu:.3f} ms per step ({_ratio(cpu, raw_cpu)})"
+            )
+        )
+    return ["worker CPU, batch 1 (user + system, every thread):", *out] if out else []

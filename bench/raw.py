@@ -292,6 +292,7 @@ def worker_main(
     owner = f"w{worker_no}-{os.getpid()}"
     results.put(("ready", worker_no))
     start.wait()
+    cpu = time.process_time()
     done = lost = empty_claims = 0
     try:
         while True:
@@ -313,7 +314,10 @@ def worker_main(
         raise
     finally:
         loop.close()
-    results.put(("done", worker_no, done, lost, empty_claims, time.monotonic()))
+    finished_at = time.monotonic()
+    results.put(
+        ("done", worker_no, done, lost, empty_claims, finished_at, time.process_time() - cpu)
+    )
 
 
 def _drive(store: str, target: str, option: str, workers: int, steps: int, timeout: float):
@@ -426,6 +430,7 @@ def run_loop(
         empty_claims=sum(m[4] for m in finished),
         sqlite_sync=sqlite_sync if store == "sqlite" else None,
         pg_outcome=pg_outcome if store != "sqlite" else None,
+        cpu_ms_per_op=round(1000 * sum(m[6] for m in finished) / total, 3),
     )
 
 
@@ -437,5 +442,5 @@ def rows(cfg: BenchConfig) -> Iterator[Row]:
     for w in cfg.workers:
         yield run_loop(cfg, "pg", w, pg_outcome="cte")
     # The same outcome as an explicit BEGIN/UPDATE/INSERT/COMMIT, as most code writes it.
-    yield run_loop(cfg, "pg", 1, pg_outcome="txn")
-    yield run_loop(cfg, "pg", max(cfg.workers), pg_outcome="txn")
+    for w in sorted({1, max(cfg.workers)}):
+        yield run_loop(cfg, "pg", w, pg_outcome="txn")

@@ -164,6 +164,7 @@ def format_table(rows: list[Row]) -> str:
         "seconds",
         "vs ideal",
         "row B/tr",
+        "CPU ms/op",
     ]
     body = [
         [
@@ -177,10 +178,11 @@ def format_table(rows: list[Row]) -> str:
             "-" if r.get("seconds") is None else f"{r['seconds']:.2f}",
             _detail(r, "ideal_ratio", "{:.0%}"),
             _detail(r, "row_bytes_per_transition", "{:,.0f}"),
+            _detail(r, "cpu_ms_per_op", "{:.3f}"),
         ]
         for r in rows
     ]
-    return _grid(headers, body, right={2, 3, 4, 5, 6, 7, 8, 9})
+    return _grid(headers, body, right={2, 3, 4, 5, 6, 7, 8, 9, 10})
 
 
 def _detail(row: Row, key: str, form: str) -> str:

@@ -64,7 +64,11 @@ def _written_bytes() -> int:
 
 
 def _drain(
-    url: str, n: int, start: mp.synchronize.Event, out: mp.Queue[tuple[int, int]], batch: int
+    url: str,
+    n: int,
+    start: mp.synchronize.Event,
+    out: mp.Queue[tuple[int, int, float]],
+    batch: int,
 ) -> None:
     import noop_app
 
@@ -78,6 +82,7 @@ def _drain(
         worker = Worker(store, noop_app.app, renew=False, concurrency=batch, batch=batch)
     start.wait()
     written = _written_bytes()
+    cpu = time.process_time()  # this process, every thread: user + system
     while True:
         if worker.tick():
             continue
@@ -85,7 +90,7 @@ def _drain(
             break
         time.sleep(0.001)
     worker.close()
-    out.put((worker.claims, _written_bytes() - written))
+    out.put((worker.claims, _written_bytes() - written, time.process_time() - cpu))
     store.close()
 
 
@@ -161,7 +166,7 @@ def _run_once(cfg: BenchConfig, url: str, store_label: str, workers: int, batch:
     _prepare(url, n)
     ctx = mp.get_context("spawn")
     start = ctx.Event()
-    out: mp.Queue[tuple[int, int]] = ctx.Queue()
+    out: mp.Queue[tuple[int, int, float]] = ctx.Queue()
     procs = [ctx.Process(target=_drain, args=(url, n, start, out, batch)) for _ in range(workers)]
     for p in procs:
         p.start()
@@ -179,6 +184,7 @@ def _run_once(cfg: BenchConfig, url: str, store_label: str, workers: int, batch:
     reports = [out.get(timeout=5) for _ in procs]
     steps = sum(r[0] for r in reports)
     disk = sum(r[1] for r in reports)
+    cpu = sum(r[2] for r in reports)
     from stopline.store import open_store
 
     store = open_store(url, migrate=False)
@@ -199,6 +205,7 @@ def _run_once(cfg: BenchConfig, url: str, store_label: str, workers: int, batch:
         claimed_steps=steps,
         batch=batch,
         row_bytes_per_transition=row_bytes(url),
+        cpu_ms_per_op=round(1000 * cpu / transitions, 3),
         disk_bytes_per_transition=(
             round(disk / transitions, 1) if url.startswith("sqlite:") and disk else None
         ),
