@@ -89,3 +89,36 @@ def test_a_change_by_another_process_is_folded(store: Store, store_url: str) -> 
         other.close()
     registry = store.registry()
     assert registry.ok and "carol" in registry.actors
+
+
+def test_a_read_during_legitimate_changes_sees_one_state_of_the_registry(store_url: str) -> None:
+    """The registry's tables are read in one snapshot: a change committed while a read is under
+    way (the chain, the actors and the ledger move together) is seen whole or not at all, never
+    half, which would look like tampering and stop an innocent item. A reader loops while a
+    writer makes one hundred legitimate changes; no read may report a finding."""
+    import threading
+
+    writer, reader = open_store(store_url), open_store(store_url)
+    done = threading.Event()
+    seen: list[set[str]] = []
+
+    def read() -> None:
+        try:
+            while not done.is_set():
+                found = {f"{f.field}: {f.reason}" for f in reader.registry().findings}
+                if found:
+                    seen.append(found)
+        finally:
+            reader.close()
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    try:
+        for n in range(100):
+            roles = frozenset({"approver"} if n % 2 else {"operator"})
+            writer.set_actor(Actor(f"a{n % 7}", roles), "add", {}, T0 + n * S)
+    finally:
+        done.set()
+        thread.join()
+        writer.close()
+    assert not seen, f"{len(seen)} reads saw half a change, first: {sorted(seen[0])}"

@@ -117,11 +117,11 @@ class SQLActors(SQLChains):
         Every row the fold reads is read on every call; only the fold itself is skipped when
         those rows are exactly the ones folded last time (their SHA-256 is the cache key), so
         any edit, insertion or deletion is folded and compared again at once."""
-        with self._read() as cur:
-            rows: list[list[dict[str, Any]]] = []
-            for name in REGISTRY_QUERIES:
-                cur.execute(self.q[name], {"id": REGISTRY} if name == "item_ledger" else {})
-                rows.append([dict(r) for r in cur.fetchall()])
+        statements = [
+            (self.q[name], {"id": REGISTRY} if name == "item_ledger" else {})
+            for name in REGISTRY_QUERIES
+        ]
+        rows = [[dict(r) for r in found] for found in self._read_all(statements)]
         key = hashlib.sha256(repr(rows).encode("utf-8", "surrogatepass")).digest()
         cached = self._registry_cache
         if cached is not None and cached[0] == key:

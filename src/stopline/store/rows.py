@@ -45,6 +45,15 @@ class SQLRows(ABC):
     def _read(self) -> AbstractContextManager[Any]:
         """A cursor for reads."""
 
+    def _read_all(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[Any]]:
+        """Every row of each statement, in order (PostgreSQL sends them in one round trip)."""
+        with self._read() as cur:
+            out = []
+            for sql, params in statements:
+                cur.execute(sql, params)
+                out.append(cur.fetchall())
+            return out
+
     @abstractmethod
     def _apply_migration(self, version: int, name: str, sql: str) -> bool:
         """Apply one migration unless already applied (under the dialect's lock)."""

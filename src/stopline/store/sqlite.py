@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -116,6 +116,18 @@ class SQLiteStore(SQLStore):
     @contextmanager
     def _read(self) -> Iterator[Any]:
         yield self._conn.cursor()
+
+    def _read_all(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[Any]]:
+        """The statements in one read transaction, so one snapshot: a change committed
+        meanwhile is seen whole or not at all (each connection is its thread's own)."""
+        conn = self._conn
+        if conn.in_transaction:  # inside a write: already one snapshot
+            return super()._read_all(statements)
+        conn.execute("BEGIN")
+        try:
+            return super()._read_all(statements)
+        finally:
+            conn.execute("ROLLBACK")  # nothing was written
 
     def schema_version(self) -> int:
         conn = self._conn
