@@ -98,16 +98,12 @@ def cpu_lines(rows: list[Row]) -> list[str]:
         if r["scenario"] != "stopline" or r.get("error"):
             continue
         cpu = r["details"].get("cpu_ms_per_op")
-        raw = _raw_row(rows, str(r["store"]), int(r["workers"]))
-        raw_cpu = None if raw is None else raw["details"].get("cpu_ms_per_op")
         if cpu is None:
             continue
-        out.append(
-            f"  {r['store']}, {r['workers']} worker(s): {cpu:.3f} ms per transition"
-            + (
-                ""
-                if raw_cpu is None
-                else f", raw loop {raw_cpu:.3f} ms per step ({_ratio(cpu, raw_cpu)})"
-            )
-        )
+        line = f"  {r['store']}, {r['workers']} worker(s): {cpu:.3f} ms per transition"
+        raw = _raw_row(rows, str(r["store"]), int(r["workers"]))
+        raw_cpu = None if raw is None else raw["details"].get("cpu_ms_per_op")
+        if raw_cpu is not None:
+            line += f", raw loop {raw_cpu:.3f} ms per step ({_ratio(cpu, raw_cpu)})"
+        out.append(line)
     return ["worker CPU, batch 1 (user + system, every thread):", *out] if out else []

@@ -3,6 +3,7 @@ reads every row, so an edit made behind the store's back is seen on the very nex
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from typing import Any
 
@@ -96,8 +97,6 @@ def test_a_read_during_legitimate_changes_sees_one_state_of_the_registry(store_u
     way (the chain, the actors and the ledger move together) is seen whole or not at all, never
     half, which would look like tampering and stop an innocent item. A reader loops while a
     writer makes one hundred legitimate changes; no read may report a finding."""
-    import threading
-
     writer, reader = open_store(store_url), open_store(store_url)
     done = threading.Event()
     seen: list[set[str]] = []

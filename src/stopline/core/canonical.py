@@ -52,14 +52,7 @@ class CanonicalError(ValueError):
 def format_time(value: datetime) -> str:
     """RFC 3339 UTC with microseconds, the one time format of stopline."""
     if type(value) is datetime:  # a subclass may define equality its own way: never cached
-        return _format_exact(value)
-    return _format_time(value)
-
-
-# A transition formats the same few times (created, updated, eligible, the clock's now) dozens
-# of times over (row parameters, seals, event hashes): a cache makes that a dictionary lookup.
-@functools.lru_cache(maxsize=4096)
-def _format_exact(value: datetime) -> str:
+        return _format_remembered(value)
     return _format_time(value)
 
 
@@ -69,6 +62,11 @@ def _format_time(value: datetime) -> str:
             raise CanonicalError("naive datetime has no canonical form; pass a timezone-aware time")
         value = value.astimezone(UTC)
     return value.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+# A transition formats the same few times (created, updated, eligible, the clock's now) dozens
+# of times over (row parameters, seals, event hashes): a cache makes that a dictionary lookup.
+_format_remembered = functools.lru_cache(maxsize=4096)(_format_time)
 
 
 def parse_time(text: str) -> datetime:
