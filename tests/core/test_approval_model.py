@@ -281,7 +281,7 @@ class SlowApprovalModel(ApprovalModel):
     pass
 
 
-SlowApprovalModel.TestCase.settings = _settings(1000, 80)
+SlowApprovalModel.TestCase.settings = _settings(500, 80)
 test_approval_model_slow = pytest.mark.slow(SlowApprovalModel.TestCase)
 
 

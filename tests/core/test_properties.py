@@ -587,7 +587,7 @@ class SlowItemMachine(ItemMachine):
     pass
 
 
-SlowItemMachine.TestCase.settings = _settings(1000, 120)
+SlowItemMachine.TestCase.settings = _settings(500, 120)
 test_item_machine_slow = pytest.mark.slow(SlowItemMachine.TestCase)
 
 

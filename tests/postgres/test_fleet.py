@@ -61,8 +61,8 @@ def worker_pids(lab: PgLab) -> set[int]:
 CASES = [
     pytest.param(3, 100, 0, id="3x100"),
     pytest.param(3, 100, 1, id="3x100-kill1"),
-    pytest.param(8, 2000, 0, id="8x2000", marks=pytest.mark.slow),
-    pytest.param(8, 2000, 2, id="8x2000-kill2", marks=pytest.mark.slow),
+    pytest.param(8, 1000, 0, id="8x1000", marks=pytest.mark.slow),
+    pytest.param(8, 1000, 2, id="8x1000-kill2", marks=pytest.mark.slow),
 ]
 
 

@@ -60,7 +60,9 @@ def test_unchanged_rows_are_not_folded_again(store: Store, folds: list[int]) -> 
     "edit",
     [
         "UPDATE actors SET active = NOT active WHERE name = 'bob'",
+        "UPDATE actors SET roles = '[\"approver\", \"operator\"]' WHERE name = 'ann'",
         "DELETE FROM tokens WHERE hash = 'hash-bob'",
+        "UPDATE tokens SET revoked_at = created_at WHERE hash = 'hash-bob'",
         "UPDATE actor_events SET change = 'revoke' WHERE actor = 'ann'",
         "DELETE FROM actor_events WHERE actor = 'bob'",
         "DELETE FROM ledger WHERE item_id = :registry",

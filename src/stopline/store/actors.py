@@ -116,19 +116,30 @@ class SQLActors(SQLChains):
 
         Every row the fold reads is read on every call; only the fold itself is skipped when
         those rows are exactly the ones folded last time (their SHA-256 is the cache key), so
-        any edit, insertion or deletion is folded and compared again at once."""
+        any edit, insertion or deletion is folded and compared again at once. A dialect with
+        a ``registry_text`` query (PostgreSQL) reads them as text in one statement first, and
+        the rows themselves only when that text differs from the text last folded."""
+        text_query = self.q.get("registry_text")
+        cached = self._registry_cache
+        if text_query is not None and cached is not None:
+            with self._read() as cur:
+                cur.execute(text_query, {"id": REGISTRY})
+                if _key(cur.fetchone()) == cached[0]:
+                    return cached[1].copy()
         statements = [
             (self.q[name], {"id": REGISTRY} if name == "item_ledger" else {})
             for name in REGISTRY_QUERIES
         ]
-        rows = [[dict(r) for r in found] for found in self._read_all(statements)]
-        key = hashlib.sha256(repr(rows).encode("utf-8", "surrogatepass")).digest()
-        cached = self._registry_cache
+        if text_query is not None:  # the text of the rows, read in the rows' own snapshot
+            statements.append((text_query, {"id": REGISTRY}))
+        found = self._read_all(statements)
+        rows = [[dict(r) for r in each] for each in found[: len(REGISTRY_QUERIES)]]
+        key = _key(found[-1][0]) if text_query is not None else _key(rows)
         if cached is not None and cached[0] == key:
             return cached[1].copy()
-        found = self._fold_registry(*rows)
-        self._registry_cache = (key, found)
-        return found.copy()
+        registry = self._fold_registry(*rows)
+        self._registry_cache = (key, registry)
+        return registry.copy()
 
     def _fold_registry(
         self,
@@ -199,3 +210,8 @@ class SQLActors(SQLChains):
                 return
             cur.execute(self.q["revoke_tokens"], {"actor": actor, "at": self._time(now)})
             self._append_registry(cur, actor, TOKEN_REVOKE, {"tokens": hashes}, now)
+
+
+def _key(rows: Any) -> bytes:
+    """The cache key of what the registry was folded from: the SHA-256 of its ``repr``."""
+    return hashlib.sha256(repr(rows).encode("utf-8", "surrogatepass")).digest()

@@ -319,6 +319,18 @@ SELECT hash FROM tokens WHERE actor = :actor AND revoked_at IS NULL ORDER BY has
 -- name: list_automations
 SELECT name, policy, version FROM automations ORDER BY name;
 
+-- name: registry_text
+-- What the registry is folded from, in one statement (so in one snapshot): each query's rows
+-- in their order as one JSON array (ISO times whatever the session's DateStyle; a json column
+-- as stored). Different rows never give the same text, so text equal to that of the rows last
+-- folded means the same rows, and the worker keeps that fold (actors.py, ``registry``).
+SELECT
+    (SELECT json_agg(r)::text FROM ({{list_actor_events}}) r) AS actor_events,
+    (SELECT json_agg(r)::text FROM ({{list_actors}}) r) AS actors,
+    (SELECT json_agg(r)::text FROM ({{list_tokens}}) r) AS tokens,
+    (SELECT json_agg(r)::text FROM ({{list_automations}}) r) AS automations,
+    (SELECT json_agg(r)::text FROM ({{item_ledger}}) r) AS ledger;
+
 -- name: list_idempotency
 SELECT key, command_digest, item_id, decision FROM idempotency ORDER BY key;
 
