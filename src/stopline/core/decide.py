@@ -20,7 +20,7 @@ from . import (
     work,
 )
 from .authorship import author_problems
-from .canonical import CanonicalError, canonical_json
+from .canonical import CanonicalError
 from .command_types import wrong_types
 from .commands import (
     Acknowledge,
@@ -56,6 +56,7 @@ from .commands import (
     Stage,
 )
 from .decision import Decision, refused, zero_write
+from .fast_digest import fast_digest
 from .reasons import Reason
 from .records import Item
 from .step import Context
@@ -130,7 +131,7 @@ def decide(item: Item | None, command: Command, ctx: Context) -> Decision:
     try:
         fields = OUTSIDE_INPUT.get(type(command))
         if fields:
-            canonical_json({name: getattr(command, name) for name in fields})
+            fast_digest({name: getattr(command, name) for name in fields})  # raises: no form
     except (CanonicalError, TypeError, ValueError):
         fallback_id = command.item_id if isinstance(command, Discover) else None
         return refused(item, [Reason.INVALID_INPUT], fallback_id)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .canonical import digest
+from .fast_digest import fast_digest
 from .integrity import Finding
 from .records import Event
 from .transitions import By, Cmd, lookup
@@ -80,7 +80,7 @@ class LedgerEntry:
         }
 
     def computed_hash(self) -> str:
-        return digest(self.body())
+        return fast_digest(self.body())
 
     @property
     def ref(self) -> str:

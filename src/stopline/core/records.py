@@ -155,7 +155,7 @@ class Event:
         the form before RFC 8785 that events written by earlier releases carry)."""
         try:
             body = self.body()
-            return self.hash in (fast_digest(body), legacy_fast_digest(body))
+            return self.hash == fast_digest(body) or self.hash == legacy_fast_digest(body)
         except (TypeError, ValueError):
             return False
 

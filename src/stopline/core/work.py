@@ -9,10 +9,11 @@ from typing import Any
 
 from . import severity
 from .authorship import AUTOMATION
-from .canonical import digest, format_time
+from .canonical import format_time
 from .commands import Discover, Expire, NeedsEyes, NothingToDo, Observe, Propose, Report
 from .decision import Decision, Outcome, refused
 from .failures import account, revision_failed, stop_for_eyes
+from .fast_digest import fast_digest
 from .frozen import freeze
 from .guard import integrity_failed
 from .integrity import head_findings, item_seal
@@ -57,7 +58,7 @@ def decide_discover(command: Discover, ctx: Context) -> Decision:
         from_state=None,
         to_state=State.OBSERVING,
         reasons=(),
-        digests={"input": digest(command.input), "seal": item_seal(item)},
+        digests={"input": fast_digest(command.input), "seal": item_seal(item)},
         detail={
             "automation": command.automation,
             "key": command.key,
@@ -84,7 +85,7 @@ def decide_observe(item: Item, command: Observe, ctx: Context) -> Decision:
         "data": command.evidence,
         "observed_at": format_time(command.observed_at),
     }
-    evidence["digest"] = digest(evidence)
+    evidence["digest"] = fast_digest(evidence)
     data: dict[str, Any] = {"evidence": evidence, "step": _step(State.CLASSIFIED, ctx.now)}
     if command.classification is not None:
         data["classification"] = command.classification
@@ -141,7 +142,7 @@ def build_proposal(
         "separation_of_duties": rule.separation_of_duties,
         "returners_may_approve": rule.returners_may_approve,
     }
-    return {**body, "digest": digest(body), "approvals": []}
+    return {**body, "digest": fast_digest(body), "approvals": []}
 
 
 def decide_propose(item: Item, command: Propose, ctx: Context) -> Decision:
@@ -186,7 +187,11 @@ def decide_report(item: Item, command: Report, ctx: Context) -> Decision:
     )
     if reasons:
         return refused(item, reasons)
-    report = {"data": command.report, "digest": digest(command.report), "at": format_time(ctx.now)}
+    report = {
+        "data": command.report,
+        "digest": fast_digest(command.report),
+        "at": format_time(ctx.now),
+    }
     return transition(
         item,
         Cmd.REPORT,

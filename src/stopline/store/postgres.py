@@ -31,7 +31,6 @@ starting at once apply each migration exactly once, the second one waiting for t
 
 from __future__ import annotations
 
-import json
 import select
 import threading
 import time
@@ -44,11 +43,12 @@ from typing import Any
 import psycopg
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Json
+from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool
 
 from ..core.canonical import CanonicalError
 from ..core.decision import Decision
-from ..core.frozen import freeze, storage_json
+from ..core.frozen import storage_json
 from ..core.ledger import ledger_kind
 from .base import SQLStore
 from .documents import documents_of
@@ -68,6 +68,13 @@ def probe(url: str, timeout: float) -> str | None:
         return lines[0] if lines else type(exc).__name__
     conn.close()
     return None
+
+
+def _json_as_text(conn: psycopg.Connection[Any]) -> None:
+    """``json`` columns read as the text stored, as SQLite reads them: the row codecs parse
+    it into read-only values in one pass, and an event row's text is the key of the check
+    already made on it (``rows.py``)."""
+    conn.adapters.register_loader("json", TextLoader)
 
 
 class PostgresStore(SQLStore):
@@ -95,6 +102,7 @@ class PostgresStore(SQLStore):
             max_size=max_size,
             timeout=timeout,
             kwargs={"autocommit": True, "row_factory": dict_row},
+            configure=_json_as_text,
             name="stopline",
             open=True,
         )
@@ -222,9 +230,6 @@ class PostgresStore(SQLStore):
     def _from_time(value: Any) -> datetime | None:
         found = SQLStore._from_time(value)
         return None if found is None else found.astimezone(UTC)
-
-    def _document_value(self, body: str) -> Any:
-        return freeze(json.loads(body))  # as psycopg reads a json column, frozen
 
     def _json(self, value: Any) -> Any:
         # ``json``, not ``jsonb``: the stored text is kept exactly, so digests and event hashes
