@@ -49,6 +49,25 @@ def freeze(value: Any) -> Any:
     return value
 
 
+def deeply_frozen(value: Any) -> bool:
+    """Whether nothing in ``value`` can change: read-only mappings and tuples to the bottom,
+    holding only strings, numbers, booleans, ``None`` and times."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is FrozenDict:
+            stack.extend(item.values())
+        elif kind is tuple:
+            stack.extend(item)
+        elif kind not in _IMMUTABLE and item is not None:
+            return False
+    return True
+
+
+_IMMUTABLE = frozenset({str, int, float, bool, datetime})
+
+
 def thaw(value: Any) -> Any:
     """The mutable JSON-ready twin of :func:`freeze` (times and bytes converted)."""
     return to_plain(value)

@@ -20,6 +20,7 @@ from typing import Any
 from .authorship import AuthorKind, author_problems, event_author
 from .canonical import CanonicalError, format_time
 from .fast_digest import fast_digest
+from .frozen import deeply_frozen
 from .legacy_form import digest_matches
 from .records import Event, Item
 from .transitions import By, Transition
@@ -72,7 +73,23 @@ DOCUMENT_ALTERED = "document_altered"
 
 
 def data_digest(data: Mapping[str, Any]) -> str:
-    return fast_digest(data)
+    """The digest of an item's data. Every seal made or checked takes it, so it is kept for
+    data frozen to the bottom (the record a step hands to the next, the data a store decoded):
+    such a value cannot change, so neither can its digest. The memo holds the value itself,
+    so its ``id`` is never another value's while the entry lives."""
+    known = _DATA_DIGESTS.get(id(data))
+    if known is not None and known[0] is data:
+        return known[1]
+    made = fast_digest(data)
+    if deeply_frozen(data):
+        if len(_DATA_DIGESTS) >= MEMO_DATA:
+            _DATA_DIGESTS.clear()
+        _DATA_DIGESTS[id(data)] = (data, made)
+    return made
+
+
+MEMO_DATA = 1024  # data digests kept (the whole memo is dropped when full)
+_DATA_DIGESTS: dict[int, tuple[Mapping[str, Any], str]] = {}
 
 
 def seal_document(

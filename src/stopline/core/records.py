@@ -15,7 +15,7 @@ from typing import Any
 
 from .canonical import format_time
 from .fast_digest import fast_digest
-from .frozen import FrozenDict, freeze
+from .frozen import FrozenDict, deeply_frozen, freeze
 from .legacy_form import legacy_fast_digest
 from .states import State
 
@@ -152,12 +152,21 @@ class Event:
 
     def hash_ok(self) -> bool:
         """The event is exactly the one its hash was computed over (in the canonical form, or
-        the form before RFC 8785 that events written by earlier releases carry)."""
+        the form before RFC 8785 that events written by earlier releases carry).
+
+        Worked out once per record whose documents are frozen to the bottom (as the store
+        reads them): nothing in such a record can change, so neither can the answer."""
+        known = self.__dict__.get("_hash_ok")
+        if known is not None:
+            return bool(known)
         try:
             body = self.body()
-            return self.hash == fast_digest(body) or self.hash == legacy_fast_digest(body)
+            ok = self.hash == fast_digest(body) or self.hash == legacy_fast_digest(body)
         except (TypeError, ValueError):
-            return False
+            ok = False
+        if deeply_frozen(self.digests) and deeply_frozen(self.detail):
+            self.__dict__["_hash_ok"] = ok  # beside the fields: not compared, not hashed
+        return ok
 
     def to_plain(self) -> dict[str, Any]:
         return {**self.body(), "hash": self.hash}

@@ -27,22 +27,8 @@ from .heartbeats import SQLHeartbeats
 from .insights import SQLInsights
 from .outbox import SQLOutbox
 from .queries import load, migrations
+from .rows import EVENT_COLUMNS
 from .schema import SQLSchema
-
-EVENT_COLUMNS = (  # the columns of an event row (current_item prefixes them with e_)
-    "item_id",
-    "seq",
-    "at",
-    "command",
-    "actor",
-    "from_state",
-    "to_state",
-    "reasons",
-    "digests",
-    "detail",
-    "prev_hash",
-    "hash",
-)
 
 
 class SQLStore(SQLSchema):
@@ -56,6 +42,8 @@ class SQLStore(SQLSchema):
         self.outbox = SQLOutbox(self)
         self.heartbeats = SQLHeartbeats(self)
         self.documents = DocumentCache()
+        self._event_memo = {}
+        self._data_memo = {}
 
     # --- items ----------------------------------------------------------------------------------
 

@@ -22,12 +22,13 @@ migration, so it reads back as itself).
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..core.frozen import FrozenDict, load_frozen, storage_json
+from ..core.frozen import FrozenDict, freeze, storage_json
 from ..core.integrity import DOCUMENT_ALTERED, DOCUMENT_MISSING, Finding
 from ..core.records import Item
 from .rows import Row, SQLRows
@@ -116,8 +117,8 @@ class SQLDocuments(SQLRows):
     documents: DocumentCache
 
     def _document_value(self, body: str) -> Any:
-        """A body as the dialect's ``data`` column would have read it inline."""
-        return load_frozen(body)
+        """A body as the ``data`` column would have read it inline (``_data_value``)."""
+        return freeze(json.loads(body))
 
     # --- writing ------------------------------------------------------------------------------
 
@@ -144,7 +145,7 @@ class SQLDocuments(SQLRows):
     def _items(self, rows: Sequence[Row], cur: Any) -> list[Item]:
         """The items of ``rows``, their documents put back (``cur`` fetches the bodies not in
         the cache, all in one query)."""
-        datas = [self._from_json_frozen(row["data"]) for row in rows]
+        datas = [self._data_value(row["data"]) for row in rows]
         wanted = {
             value[DOC]
             for data in datas

@@ -19,6 +19,24 @@ from ..core.states import State
 
 Row = Mapping[str, Any]
 
+EVENT_COLUMNS = (  # the columns of an event row (current_item prefixes them with e_)
+    "item_id",
+    "seq",
+    "at",
+    "command",
+    "actor",
+    "from_state",
+    "to_state",
+    "reasons",
+    "digests",
+    "detail",
+    "prev_hash",
+    "hash",
+)
+
+MEMO_EVENTS = 4096  # event rows a store keeps decoded (the whole memo is dropped when full)
+MEMO_DATA, MEMO_DATA_CHARS = 1024, 8_000_000  # item data texts kept decoded, and their size
+
 
 class SQLRows(ABC):
     """The driver contract and the row codecs; :class:`stopline.store.base.SQLStore` builds
@@ -33,6 +51,10 @@ class SQLRows(ABC):
     pyformat: bool = False
 
     integrity_errors: tuple[type[BaseException], ...] = ()
+
+    _event_memo: dict[tuple[Any, ...], Event]  # event rows decoded, by every column's value
+    _data_memo: dict[str, Any]  # item data decoded, by its stored text
+    _data_chars = 0
 
     @abstractmethod
     def close(self) -> None: ...
@@ -82,6 +104,23 @@ class SQLRows(ABC):
     @staticmethod
     def _from_json_frozen(value: Any) -> Any:
         return load_frozen(value) if isinstance(value, str | bytes) else freeze(value)
+
+    def _data_value(self, value: Any) -> Any:
+        """An item row's ``data``, read-only to the bottom. The same stored text gives the
+        very value decoded before (the digest of a value that cannot change is worked out
+        once: ``core.integrity.data_digest``); other text decodes afresh."""
+        if not isinstance(value, str):
+            return freeze(self._from_json(value))
+        memo = self._data_memo
+        found = memo.get(value)
+        if found is None:
+            found = freeze(json.loads(value))
+            if len(memo) >= MEMO_DATA or self._data_chars > MEMO_DATA_CHARS:
+                memo.clear()
+                self._data_chars = 0
+            memo[value] = found
+            self._data_chars += len(value)
+        return found
 
     @staticmethod
     def _rowcount(cur: Any) -> int:
@@ -140,6 +179,22 @@ class SQLRows(ABC):
         }
 
     def _event(self, row: Row) -> Event:
+        """The event of ``row``. A row read before, to the last byte of every column, gives
+        the very record decoded then (a history is read again at every authority check): that
+        record is read-only to the bottom, so what the core checked on it holds for it still
+        (:meth:`Event.hash_ok`), while a row changed in any column decodes, and is checked,
+        afresh."""
+        key = tuple(row[name] for name in EVENT_COLUMNS)
+        memo = self._event_memo
+        found = memo.get(key)
+        if found is None:
+            found = self._decode_event(row)
+            if len(memo) >= MEMO_EVENTS:
+                memo.clear()
+            memo[key] = found
+        return found
+
+    def _decode_event(self, row: Row) -> Event:
         at = self._from_time(row["at"])
         assert at is not None
         return Event(
