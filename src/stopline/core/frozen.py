@@ -49,23 +49,34 @@ def freeze(value: Any) -> Any:
     return value
 
 
-def deeply_frozen(value: Any) -> bool:
+def deeply_frozen(value: Any, *, as_stored: bool = False) -> bool:
     """Whether nothing in ``value`` can change: read-only mappings and tuples to the bottom,
-    holding only strings, numbers, booleans, ``None`` and times."""
+    holding only strings, numbers, booleans, ``None`` and times. ``as_stored``: and it is
+    what its stored JSON reads back as (:func:`load_frozen_deep`) to the type and the order:
+    string keys, no times."""
+    scalars = _JSON_SCALARS if as_stored else _SCALARS
     stack = [value]
     while stack:
         item = stack.pop()
         kind = type(item)
         if kind is FrozenDict:
+            if as_stored and not all(type(key) is str for key in item):
+                return False
             stack.extend(item.values())
         elif kind is tuple:
             stack.extend(item)
-        elif kind not in _IMMUTABLE and item is not None:
+        elif kind not in scalars and item is not None:
             return False
     return True
 
 
-_IMMUTABLE = frozenset({str, int, float, bool, datetime})
+_JSON_SCALARS = frozenset({str, int, float, bool})
+_SCALARS = _JSON_SCALARS | {datetime}
+
+
+def load_frozen_deep(text: str | bytes) -> Any:
+    """Parse stored JSON into a value read-only to the bottom (arrays become tuples)."""
+    return freeze(json.loads(text))
 
 
 def thaw(value: Any) -> Any:

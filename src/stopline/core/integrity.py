@@ -81,11 +81,19 @@ def data_digest(data: Mapping[str, Any]) -> str:
     if known is not None and known[0] is data:
         return known[1]
     made = fast_digest(data)
-    if deeply_frozen(data):
+    if deeply_frozen(data, as_stored=True):
         if len(_DATA_DIGESTS) >= MEMO_DATA:
             _DATA_DIGESTS.clear()
         _DATA_DIGESTS[id(data)] = (data, made)
     return made
+
+
+def stored_form(data: Mapping[str, Any]) -> bool:
+    """Whether ``data`` is frozen to the bottom and exactly what its stored JSON reads back
+    as (``frozen.deeply_frozen(data, as_stored=True)``; known at once for data whose digest
+    was kept)."""
+    known = _DATA_DIGESTS.get(id(data))
+    return (known is not None and known[0] is data) or deeply_frozen(data, as_stored=True)
 
 
 MEMO_DATA = 1024  # data digests kept (the whole memo is dropped when full)

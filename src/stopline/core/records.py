@@ -145,6 +145,8 @@ class Event:
         """The event with its hash computed over everything else."""
         unsealed = cls(**fields)
         object.__setattr__(unsealed, "hash", unsealed.computed_hash())
+        if deeply_frozen(unsealed.digests) and deeply_frozen(unsealed.detail):
+            unsealed.__dict__["_hash_ok"] = True  # its hash was made over it just now
         return unsealed
 
     def computed_hash(self) -> str:

@@ -159,6 +159,7 @@ class SQLStore(SQLSchema):
         except self.integrity_errors:
             return False  # a concurrent write took the same idempotency key first
         self._remember(documents_of(params))
+        self._remember_written(params, decision.after, decision.event)
         return True
 
     def apply_many(self, decisions: Sequence[Decision]) -> list[bool]:
@@ -183,6 +184,7 @@ class SQLStore(SQLSchema):
                 results[n] = ok
                 if ok:
                     self._remember(documents_of(params))
+                    self._remember_written(params, decisions[n].after, decisions[n].event)
         return [bool(ok) for ok in results]
 
     def _apply_grouped(self, rows: Sequence[dict[str, Any]]) -> list[bool]:

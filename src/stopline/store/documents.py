@@ -22,13 +22,12 @@ migration, so it reads back as itself).
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..core.frozen import FrozenDict, freeze, storage_json
+from ..core.frozen import FrozenDict, load_frozen_deep, storage_json
 from ..core.integrity import DOCUMENT_ALTERED, DOCUMENT_MISSING, Finding
 from ..core.records import Item
 from .rows import Row, SQLRows
@@ -111,6 +110,11 @@ class DocumentCache:
             self._chars = 0
 
 
+def has_reference(data: Any) -> bool:
+    """Whether a top-level value of ``data`` is still a reference to a document."""
+    return isinstance(data, Mapping) and any(is_reference(v) for v in data.values())
+
+
 class SQLDocuments(SQLRows):
     """Writing an item row with its documents apart, and reading it back whole."""
 
@@ -118,7 +122,7 @@ class SQLDocuments(SQLRows):
 
     def _document_value(self, body: str) -> Any:
         """A body as the ``data`` column would have read it inline (``_data_value``)."""
-        return freeze(json.loads(body))
+        return load_frozen_deep(body)
 
     # --- writing ------------------------------------------------------------------------------
 
@@ -145,7 +149,12 @@ class SQLDocuments(SQLRows):
     def _items(self, rows: Sequence[Row], cur: Any) -> list[Item]:
         """The items of ``rows``, their documents put back (``cur`` fetches the bodies not in
         the cache, all in one query)."""
-        datas = [self._data_value(row["data"]) for row in rows]
+        memo = self._data_memo
+        known = [memo.get(row["data"]) if type(row["data"]) is str else None for row in rows]
+        datas = [
+            self._data_value(row["data"]) if data is None else data
+            for row, data in zip(rows, known, strict=True)
+        ]
         wanted = {
             value[DOC]
             for data in datas
@@ -156,13 +165,16 @@ class SQLDocuments(SQLRows):
         if wanted:
             bodies = self._bodies(wanted, cur)
             datas = [self._resolve(data, bodies) for data in datas]
+        for row, data, hit in zip(rows, datas, known, strict=True):
+            if hit is None and isinstance(row["data"], str) and not has_reference(data):
+                self._remember_data(row["data"], data)  # whole: every document was sound
         return [self._item(row, data=data) for row, data in zip(rows, datas, strict=True)]
 
     def _one(self, row: Row | None, cur: Any) -> Item | None:
         return None if row is None else self._items([row], cur)[0]
 
     def _resolve(self, data: Any, bodies: Mapping[str, str]) -> Any:
-        if not isinstance(data, Mapping) or not any(is_reference(v) for v in data.values()):
+        if not has_reference(data):
             return data
         return FrozenDict(
             {

@@ -231,6 +231,9 @@ class PostgresStore(SQLStore):
         found = SQLStore._from_time(value)
         return None if found is None else found.astimezone(UTC)
 
+    def _as_read(self, param: Any) -> Any:
+        return storage_json(param.obj) if isinstance(param, Json) else param
+
     def _json(self, value: Any) -> Any:
         # ``json``, not ``jsonb``: the stored text is kept exactly, so digests and event hashes
         # recompute from it (jsonb would rewrite some numbers and refuse NUL characters).

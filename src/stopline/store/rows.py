@@ -7,12 +7,13 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from ..core import severity
 from ..core.canonical import format_time, parse_time
-from ..core.frozen import freeze, load_frozen, storage_json
+from ..core.frozen import deeply_frozen, freeze, load_frozen, load_frozen_deep, storage_json
+from ..core.integrity import stored_form
 from ..core.ledger import LedgerEntry
 from ..core.records import Actor, Event, Item
 from ..core.states import State
@@ -35,7 +36,7 @@ EVENT_COLUMNS = (  # the columns of an event row (current_item prefixes them wit
 )
 
 MEMO_EVENTS = 4096  # event rows a store keeps decoded (the whole memo is dropped when full)
-MEMO_DATA, MEMO_DATA_CHARS = 1024, 8_000_000  # item data texts kept decoded, and their size
+MEMO_DATA, MEMO_DATA_CHARS = 1024, 8_000_000  # item data kept whole by stored text; their size
 
 
 class SQLRows(ABC):
@@ -53,7 +54,7 @@ class SQLRows(ABC):
     integrity_errors: tuple[type[BaseException], ...] = ()
 
     _event_memo: dict[tuple[Any, ...], Event]  # event rows decoded, by every column's value
-    _data_memo: dict[str, Any]  # item data decoded, by its stored text
+    _data_memo: dict[str, Any]  # item data decoded and its documents put back, by its text
     _data_chars = 0
 
     @abstractmethod
@@ -106,21 +107,17 @@ class SQLRows(ABC):
         return load_frozen(value) if isinstance(value, str | bytes) else freeze(value)
 
     def _data_value(self, value: Any) -> Any:
-        """An item row's ``data``, read-only to the bottom. The same stored text gives the
-        very value decoded before (the digest of a value that cannot change is worked out
-        once: ``core.integrity.data_digest``); other text decodes afresh."""
-        if not isinstance(value, str):
-            return freeze(self._from_json(value))
+        """An item row's ``data`` as stored (its documents still apart), read-only to the
+        bottom."""
+        return load_frozen_deep(value) if isinstance(value, str | bytes) else freeze(value)
+
+    def _remember_data(self, text: str, value: Any) -> None:
         memo = self._data_memo
-        found = memo.get(value)
-        if found is None:
-            found = freeze(json.loads(value))
-            if len(memo) >= MEMO_DATA or self._data_chars > MEMO_DATA_CHARS:
-                memo.clear()
-                self._data_chars = 0
-            memo[value] = found
-            self._data_chars += len(value)
-        return found
+        if len(memo) >= MEMO_DATA or self._data_chars > MEMO_DATA_CHARS:
+            memo.clear()
+            self._data_chars = 0
+        memo[text] = value
+        self._data_chars += len(text)
 
     @staticmethod
     def _rowcount(cur: Any) -> int:
@@ -185,14 +182,45 @@ class SQLRows(ABC):
         (:meth:`Event.hash_ok`), while a row changed in any column decodes, and is checked,
         afresh."""
         key = tuple(row[name] for name in EVENT_COLUMNS)
-        memo = self._event_memo
-        found = memo.get(key)
+        found = self._event_memo.get(key)
         if found is None:
             found = self._decode_event(row)
-            if len(memo) >= MEMO_EVENTS:
-                memo.clear()
-            memo[key] = found
+            self._remember_event(key, found)
         return found
+
+    def _remember_written(
+        self, decision_params: Mapping[str, Any], item: Item | None, event: Event | None
+    ) -> None:
+        """After a commit that wrote ``item`` and ``event`` (with ``decision_params``): the
+        rows as they read back map to these very records, when those are exactly what the
+        rows decode to, so the next read of them (the guard's) finds what was checked
+        already. (An item's stored text names its documents by digest, so the text and the
+        documents' sound bodies make one value.)"""
+        if item is None or event is None:
+            return
+        if stored_form(item.data):
+            self._remember_data(self._as_read(decision_params["data"]), item.data)
+        if (
+            event.at.tzinfo is UTC
+            and type(event.reasons) is tuple
+            and all(type(r) is str for r in event.reasons)
+            and deeply_frozen(event.digests, as_stored=True)
+            and deeply_frozen(event.detail, as_stored=True)
+            and self._from_time(decision_params["at"]) == event.at
+        ):
+            key = tuple(self._as_read(decision_params[name]) for name in EVENT_COLUMNS)
+            self._remember_event(key, event)
+
+    def _as_read(self, param: Any) -> Any:
+        """A value bound for a column as the column reads it back (a JSON parameter as its
+        text)."""
+        return param
+
+    def _remember_event(self, key: tuple[Any, ...], event: Event) -> None:
+        memo = self._event_memo
+        if len(memo) >= MEMO_EVENTS:
+            memo.clear()
+        memo[key] = event
 
     def _decode_event(self, row: Row) -> Event:
         at = self._from_time(row["at"])
