@@ -127,6 +127,31 @@ def test_spans_per_step_with_the_sdk_in_memory_exporter() -> None:
     assert spans[1].status.status_code.name == "ERROR"
 
 
+def test_until_a_provider_is_configured_a_span_costs_nothing() -> None:
+    """In a fresh process: no span object while OpenTelemetry's own provider is the global
+    one; real spans from the moment a provider is configured."""
+    script = (
+        "from opentelemetry import trace\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "from opentelemetry.sdk.trace.export import SimpleSpanProcessor\n"
+        "from opentelemetry.sdk.trace.export.in_memory_span_exporter import"
+        " InMemorySpanExporter\n"
+        "from stopline.runtime import tracing\n"
+        "before = type(tracing.span('stopline.step', item='x')).__name__\n"
+        "exporter = InMemorySpanExporter()\n"
+        "provider = TracerProvider()\n"
+        "provider.add_span_processor(SimpleSpanProcessor(exporter))\n"
+        "trace.set_tracer_provider(provider)\n"
+        "with tracing.span('stopline.step', item='x'):\n"
+        "    pass\n"
+        "print(before, [s.name for s in exporter.get_finished_spans()])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.split("\n")[0] == "nullcontext ['stopline.step']"
+
+
 def test_without_opentelemetry_a_span_is_a_no_op(monkeypatch: Any) -> None:
     monkeypatch.setattr(tracing, "_trace", None)
     assert not tracing.enabled()

@@ -40,6 +40,11 @@ EMPTY_MAP: Mapping[str, Any] = FrozenDict()
 
 def freeze(value: Any) -> Any:
     """A deeply read-only copy: mappings become :class:`FrozenDict`, lists become tuples."""
+    kind = type(value)
+    if kind in _SCALARS or value is None:  # the common leaves, without an ABC check
+        return value
+    if kind is dict:
+        return FrozenDict({k: freeze(v) for k, v in value.items()})
     if isinstance(value, Mapping):
         if type(value) is FrozenDict:
             return value

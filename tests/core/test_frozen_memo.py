@@ -1,0 +1,64 @@
+"""What the read memos rest on: a value frozen "as stored" reads back from its stored JSON
+as itself, to the type and the order; a data digest kept for a frozen value is its digest;
+anything else (mutable, times, keys that are not strings, values without a form) is never
+kept, whatever it holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stopline.core.canonical import CanonicalError
+from stopline.core.fast_digest import fast_digest
+from stopline.core.frozen import FrozenDict, deeply_frozen, freeze, load_frozen_deep, storage_json
+from stopline.core.integrity import data_digest, stored_form
+from strategies import hostile_values, json_values, times
+
+
+@settings(max_examples=300)
+@given(json_values())
+def test_a_value_frozen_as_stored_reads_back_as_itself(value: Any) -> None:
+    frozen = freeze(value)
+    assert deeply_frozen(frozen, as_stored=True)
+    back = load_frozen_deep(storage_json(frozen))
+    assert repr(back) == repr(frozen)  # the same values, types and order
+
+
+@settings(max_examples=300)
+@given(hostile_values())
+def test_only_what_reads_back_as_itself_counts_as_stored(value: Any) -> None:
+    frozen = freeze(value)
+    if not deeply_frozen(frozen, as_stored=True):
+        return
+    try:
+        text = storage_json(frozen)
+    except (CanonicalError, ValueError, TypeError, RecursionError):
+        return  # no stored form: never written, so never remembered
+    assert repr(load_frozen_deep(text)) == repr(frozen)
+
+
+@given(json_values(), times)
+def test_times_and_mutable_parts_are_never_counted_as_stored(value: Any, at: Any) -> None:
+    assert not deeply_frozen(FrozenDict({"at": at, "v": freeze(value)}), as_stored=True)
+    assert deeply_frozen(FrozenDict({"at": at}))  # frozen all the same
+    assert not deeply_frozen(FrozenDict({"v": [freeze(value)]}))
+    assert not deeply_frozen(FrozenDict({"v": {"k": freeze(value)}}))
+    assert not deeply_frozen(FrozenDict({1: "one"}), as_stored=True)
+
+
+@settings(max_examples=300)
+@given(st.dictionaries(st.text(max_size=8), json_values(), max_size=5))
+def test_a_kept_data_digest_is_the_digest(value: dict[str, Any]) -> None:
+    frozen = freeze(value)
+    assert data_digest(frozen) == fast_digest(frozen)
+    assert data_digest(frozen) == fast_digest(frozen)  # the kept one
+    assert stored_form(frozen)
+    plain = {k: [v] for k, v in value.items()}  # mutable: worked out every time
+    first = data_digest(plain)
+    for key in plain:
+        plain[key].append(1)
+    if plain:
+        assert data_digest(plain) != first
+        assert data_digest(plain) == fast_digest(plain)
