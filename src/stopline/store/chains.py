@@ -23,8 +23,29 @@ class SQLChains(SQLDocuments):
         shard = shard_of(item_id)
         cur.execute(self.q["last_ledger"], {"shard": shard})
         row = cur.fetchone()
-        n = 1 if row is None else int(row["n"]) + 1
-        prev = "" if row is None else str(row["hash"])
+        last = None if row is None else (row["n"], row["hash"])
+        self._insert_entry(cur, shard, last, kind, item_id, seq, event_hash, at)
+
+    def _insert_ledger_entry(
+        self, cur: Any, kind: str, event: Event, shard: int, last: tuple[Any, Any] | None
+    ) -> None:
+        """Append the entry of ``event`` after ``last`` (the shard's last entry, read under
+        the shard's lock, ``None`` for an empty shard)."""
+        self._insert_entry(cur, shard, last, kind, event.item_id, event.seq, event.hash, event.at)
+
+    def _insert_entry(
+        self,
+        cur: Any,
+        shard: int,
+        last: tuple[Any, Any] | None,
+        kind: str,
+        item_id: str,
+        seq: int,
+        event_hash: str,
+        at: datetime,
+    ) -> None:
+        n = 1 if last is None else int(last[0]) + 1
+        prev = "" if last is None else str(last[1])
         e = entry(shard, n, at, kind, item_id, seq, event_hash, prev)
         cur.execute(
             self.q["insert_ledger"],

@@ -49,8 +49,8 @@ from psycopg_pool import ConnectionPool
 from ..core.canonical import CanonicalError
 from ..core.decision import Decision
 from ..core.frozen import storage_json
-from ..core.ledger import ledger_kind
-from .base import SQLStore
+from ..core.ledger import ledger_kind, shard_of
+from .base import SQLStore, _Stale
 from .documents import documents_of
 
 CHANNEL = "stopline_work"
@@ -154,9 +154,6 @@ class PostgresStore(SQLStore):
         *,
         idempotency: tuple[str, str, str] | None = None,
     ) -> bool:
-        if decision.event is not None and ledger_kind(decision.event) is not None:
-            # a person's command also appends to the ledger: one transaction under its lock
-            return super().apply(decision, idempotency=idempotency)
         params = {
             **self._apply_params(decision),
             "ikey": None,
@@ -166,6 +163,9 @@ class PostgresStore(SQLStore):
         if idempotency is not None:
             key, command_digest, decision_json = idempotency
             params.update(ikey=key, command_digest=command_digest, decision=decision_json)
+        kind = None if decision.event is None else ledger_kind(decision.event)
+        if kind is not None:
+            return self._apply_ledgered(decision, kind, params)
         try:
             with self._single() as cur:
                 cur.execute(self.q["apply_decision"], params)
@@ -175,6 +175,32 @@ class PostgresStore(SQLStore):
         if row is None or int(row["n"]) != 1:
             return False
         self._remember(documents_of(params))
+        self._remember_written(params, decision.after, decision.event)
+        return True
+
+    def _apply_ledgered(self, decision: Decision, kind: str, params: dict[str, Any]) -> bool:
+        """A decision whose event goes into the ledger: one transaction in two round trips.
+        The shard's lock, then the writes of ``apply_decision`` with the shard's last entry
+        (read after the lock), pipelined; then the entry, made on that last one, and COMMIT."""
+        assert decision.event is not None
+        shard = shard_of(params["id"])
+        try:
+            with self._connection() as conn:
+                lock, cur = conn.cursor(), conn.cursor()
+                with conn.pipeline(), conn.transaction():
+                    lock.execute(self.q["lock_ledger"], {"shard": shard})
+                    cur.execute(self.q["apply_decision_ledgered"], {**params, "shard": shard})
+                    row = cur.fetchone()
+                    if row is None or int(row["n"]) != 1:
+                        raise _Stale()  # a lost race wrote nothing: roll back the lock
+                    last = None if row["last_n"] is None else (row["last_n"], row["last_hash"])
+                    self._insert_ledger_entry(cur, kind, decision.event, shard, last)
+        except _Stale:
+            return False
+        except self.integrity_errors:
+            return False  # a concurrent write took the same idempotency key (or event) first
+        self._remember(documents_of(params))
+        self._remember_written(params, decision.after, decision.event)
         return True
 
     def _apply_grouped(self, rows: Sequence[dict[str, Any]]) -> list[bool]:

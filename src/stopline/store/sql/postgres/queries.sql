@@ -241,6 +241,23 @@ ON CONFLICT (automation) DO UPDATE SET last_run_at = excluded.last_run_at;
 -- its one event, the documents its row references that were not stored yet (:doc_digests,
 -- :doc_bodies, by digest) and (when :ikey is not null) the idempotency key commit together or
 -- not at all. A lost race updates nothing and so inserts nothing: n = 0.
+{{apply_writes}}
+SELECT (SELECT COUNT(*) FROM event) AS n, (SELECT COUNT(*) FROM keyed) AS k;
+
+-- name: apply_decision_ledgered
+-- apply_decision for a decision whose event goes into the ledger, sent once the shard's lock
+-- (lock_ledger) is held, in that transaction: it also returns the shard's last entry, read in
+-- this statement's snapshot, taken after the lock, so no later append can come before it.
+{{apply_writes}}
+SELECT (SELECT COUNT(*) FROM event) AS n, (SELECT COUNT(*) FROM keyed) AS k,
+    last.n AS last_n, last.hash AS last_hash
+FROM (SELECT 1) AS one
+LEFT JOIN LATERAL (SELECT n, hash FROM ledger WHERE shard = :shard ORDER BY n DESC LIMIT 1) AS last
+    ON true;
+
+-- name: apply_writes
+-- The writes of apply_decision, a fragment: the compare-and-set update, then (only when it
+-- took) the event, the new documents and the idempotency key.
 WITH updated AS (
     UPDATE items SET state = :state, state_class = :state_class, version = :version,
         seq = :seq, head = :head, updated_at = :updated_at, attempts = :attempts,
@@ -274,7 +291,6 @@ WITH updated AS (
     WHERE CAST(:ikey AS text) IS NOT NULL
     RETURNING key
 )
-SELECT (SELECT COUNT(*) FROM event) AS n, (SELECT COUNT(*) FROM keyed) AS k;
 
 -- name: head_event
 -- The last event of an item by sequence (not by the item's head pointer, so a dropped or an
