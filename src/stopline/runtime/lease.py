@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from ..clock import Clock
 from ..core.records import Item
@@ -35,6 +36,17 @@ class LeaseHolder:
         self.item = item
         self._lock = threading.Lock()
         self._expires: datetime | None = item.lease_expires_at
+        # who held which roles when the last check before acting passed, and the version of
+        # the record it passed on (the decision that follows it decides with the same view)
+        self._checked: tuple[int, dict[str, Any]] | None = None
+
+    def checked(self, version: int, actors: dict[str, Any]) -> None:
+        self._checked = (version, actors)
+
+    def checked_actors(self, version: int) -> dict[str, Any] | None:
+        """The actors of the check that passed on this very version of the record, once."""
+        found, self._checked = self._checked, None
+        return found[1] if found is not None and found[0] == version else None
 
     def reset(self, item: Item) -> None:
         """A new claim of the item (the next step of a chain)."""

@@ -250,17 +250,20 @@ class Worker:
             if not self.store.renew(item, now, lease):
                 raise LeaseLost(item.id)
             holder.renewed(now, lease)
-        fresh, head, legacy = self.store.current(item.id)  # one read: the row and its head
+        # one snapshot, one round trip: the row and its head, and before acting its history,
+        # its ledger entries and the registry
+        reads = self.store.guard_reads(
+            item.id, history=authority, registry=authority or self.trust is not None
+        )
+        fresh, head, legacy, registry = reads.item, reads.head, reads.legacy_seal, reads.registry
         if fresh is None or (fresh.version, fresh.lease_token) != (item.version, item.lease_token):
             raise LeaseLost(item.id)  # someone else wrote it: this claim is over
-        registry = self.store.registry() if authority or self.trust is not None else None
         findings = list(registry.findings) if registry is not None else []
         if authority:
             # before acting: the whole history, held against the ledger (a history cut back
             # to before an action, or rewritten and re-hashed, is never acted on)
-            history = self.store.history(item.id)
-            findings += verify_item(fresh, history)
-            findings += item_ledger_findings(item.id, history, self.store.item_ledger(item.id))
+            findings += verify_item(fresh, reads.history)
+            findings += item_ledger_findings(item.id, reads.history, reads.ledger)
         actors = dict(registry.actors) if registry is not None else {}
         if self.trust is not None and registry is not None:
             signed = Authority.build(self.trust, registry.signed)
@@ -276,6 +279,8 @@ class Worker:
         )
         holder.item = fresh
         decision = self.commit(holder, command, actors=actors)
+        if authority and decision.outcome is Outcome.ZERO_WRITE:
+            holder.checked(fresh.version, actors)
         return decision.outcome is Outcome.ZERO_WRITE
 
     def actors(self, now: datetime) -> dict[str, Actor]:
@@ -294,8 +299,13 @@ class Worker:
         another write that came first ends the claim (:class:`LeaseLost`)."""
         item = holder.current()
         policy = self.policies[item.automation]
-        if actors is None:
-            actors = self.actors(now=self.clock()) if isinstance(command, Execute) else {}
+        if actors is None and isinstance(command, Execute):
+            # the view of the check that passed just before, on this very record; else read
+            actors = holder.checked_actors(item.version)
+            if actors is None:
+                actors = self.actors(now=self.clock())
+        elif actors is None:
+            actors = {}
         while True:
             decision = self._decide(holder.current(), command, policy, actors)
             if decision.applied:

@@ -4,7 +4,7 @@ same transaction, and :meth:`SQLActors.registry` folds the chain and compares th
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -120,12 +120,14 @@ class SQLActors(SQLChains):
         a ``registry_text`` query (PostgreSQL) reads them as text in one statement first, and
         the rows themselves only when that text differs from the text last folded."""
         text_query = self.q.get("registry_text")
-        cached = self._registry_cache
-        if text_query is not None and cached is not None:
+        check = self._registry_check()
+        if check is not None:
             with self._read() as cur:
-                cur.execute(text_query, {"id": REGISTRY})
-                if _key(cur.fetchone()) == cached[0]:
-                    return cached[1].copy()
+                cur.execute(*check)
+                unchanged = self._registry_if_unchanged(cur.fetchall())
+            if unchanged is not None:
+                return unchanged
+        cached = self._registry_cache
         statements = [
             (self.q[name], {"id": REGISTRY} if name == "item_ledger" else {})
             for name in REGISTRY_QUERIES
@@ -140,6 +142,22 @@ class SQLActors(SQLChains):
         registry = self._fold_registry(*rows)
         self._registry_cache = (key, registry)
         return registry.copy()
+
+    def _registry_check(self) -> tuple[str, dict[str, Any]] | None:
+        """The one statement that tells whether the registry's rows are those folded last
+        (``None``: the dialect has none, or nothing was folded yet; read it whole)."""
+        text_query = self.q.get("registry_text")
+        if text_query is None or self._registry_cache is None:
+            return None
+        return text_query, {"id": REGISTRY}
+
+    def _registry_if_unchanged(self, rows: Sequence[Any]) -> Registry | None:
+        """The registry folded last, if ``rows`` (what :meth:`_registry_check` read) say its
+        rows are still exactly those; else ``None``: read it whole (:meth:`registry`)."""
+        cached = self._registry_cache
+        if cached is not None and rows and _key(rows[0]) == cached[0]:
+            return cached[1].copy()
+        return None
 
     def _fold_registry(
         self,

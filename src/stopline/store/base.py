@@ -10,6 +10,7 @@ import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,8 +27,9 @@ from .errors import StoreError
 from .heartbeats import SQLHeartbeats
 from .insights import SQLInsights
 from .outbox import SQLOutbox
+from .protocol import GuardReads
 from .queries import load, migrations
-from .rows import EVENT_COLUMNS
+from .rows import EVENT_COLUMNS, Row
 from .schema import SQLSchema
 
 
@@ -104,10 +106,37 @@ class SQLStore(SQLSchema):
             if row is None:
                 return None, None, None
             item = self._one(row, cur)
+        return self._with_head(item, row)
+
+    def _with_head(
+        self, item: Item | None, row: Row
+    ) -> tuple[Item | None, Event | None, str | None]:
         if row["e_seq"] is None:
             return item, None, None
         head = self._event({name: row["e_" + name] for name in EVENT_COLUMNS})
         return item, head, row["legacy_seal"]
+
+    def guard_reads(self, item_id: str, *, history: bool, registry: bool) -> GuardReads:
+        by_id = {"id": item_id}
+        statements = [(self.q["current_item"], by_id)]
+        if history:
+            statements += [(self.q["history"], by_id), (self.q["item_ledger"], by_id)]
+        check = self._registry_check() if registry else None
+        if check is not None:
+            statements.append(check)
+        found = self._read_all(statements)
+        if not found[0]:
+            return GuardReads(None, None, None)
+        item, head, legacy = self._with_head(self._one(found[0][0], None), found[0][0])
+        reads = GuardReads(item, head, legacy)
+        if history:
+            events = [self._event(r) for r in found[1]]
+            ledger = [(self._ledger_entry(r), r["before_hash"]) for r in found[2]]
+            reads = replace(reads, history=events, ledger=ledger)
+        if registry:
+            known = self._registry_if_unchanged(found[-1]) if check is not None else None
+            reads = replace(reads, registry=self.registry() if known is None else known)
+        return reads
 
     def iter_items_with_events(self) -> Iterator[tuple[Item, list[Event]]]:
         with self._read() as cur:

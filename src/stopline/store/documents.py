@@ -148,7 +148,7 @@ class SQLDocuments(SQLRows):
 
     def _items(self, rows: Sequence[Row], cur: Any) -> list[Item]:
         """The items of ``rows``, their documents put back (``cur`` fetches the bodies not in
-        the cache, all in one query)."""
+        the cache, all in one query; ``None``: a read of their own)."""
         memo = self._data_memo
         known = [memo.get(row["data"]) if type(row["data"]) is str else None for row in rows]
         datas = [
@@ -195,6 +195,9 @@ class SQLDocuments(SQLRows):
                 missing.append(digest)
             else:
                 found[digest] = body
+        if missing and cur is None:  # a caller that read its rows already: one more read
+            with self._read() as reading:
+                return {**found, **self._bodies(set(missing), reading)}
         if missing:
             cur.execute(self.q["get_documents"], {"digests": self._text_list(sorted(missing))})
             for row in cur.fetchall():

@@ -231,6 +231,8 @@ class PostgresStore(SQLStore):
         """The statements in one snapshot (a read-only REPEATABLE READ transaction: a change
         committed meanwhile is seen whole or not at all), pipelined: sent together and read
         after one round trip (the registry's five reads were five round trips)."""
+        if len(statements) == 1:  # one statement reads one snapshot of its own
+            return super()._read_all(statements)
         with self._connection() as conn:
             cursors = [conn.cursor() for _ in statements]
             try:

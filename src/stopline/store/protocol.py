@@ -7,6 +7,7 @@ Two implementations: :mod:`stopline.store.sqlite` (the embedded default) and
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -19,6 +20,18 @@ from ..core.registry import Registry
 from .heartbeats import Heartbeats
 from .insights import Insights
 from .outbox import Outbox
+
+
+@dataclass(frozen=True)
+class GuardReads:
+    """What a worker reads before it acts (:meth:`Store.guard_reads`), from one snapshot."""
+
+    item: Item | None
+    head: Event | None
+    legacy_seal: str | None
+    registry: Registry | None = None
+    history: list[Event] = field(default_factory=list)
+    ledger: list[tuple[LedgerEntry, str | None]] = field(default_factory=list)
 
 
 class Store(Protocol):
@@ -89,6 +102,12 @@ class Store(Protocol):
     def current(self, item_id: str) -> tuple[Item | None, Event | None, str | None]:
         """:meth:`get` and :meth:`head` in one read: the item, its last event by sequence and
         that event's upgrade seal, from one snapshot (``(None, None, None)``: no such item)."""
+        ...
+
+    def guard_reads(self, item_id: str, *, history: bool, registry: bool) -> GuardReads:
+        """:meth:`current`, and with ``history`` :meth:`history` and :meth:`item_ledger`, from
+        one snapshot in one round trip; with ``registry`` :meth:`registry` too (checked in
+        that round trip when the dialect can, else read as :meth:`registry` reads it)."""
         ...
 
     def iter_items_with_events(self) -> Iterator[tuple[Item, list[Event]]]: ...

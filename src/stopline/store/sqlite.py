@@ -120,6 +120,8 @@ class SQLiteStore(SQLStore):
     def _read_all(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[Any]]:
         """The statements in one read transaction, so one snapshot: a change committed
         meanwhile is seen whole or not at all (each connection is its thread's own)."""
+        if len(statements) == 1:  # one statement reads one snapshot of its own
+            return super()._read_all(statements)
         conn = self._conn
         if conn.in_transaction:  # inside a write: already one snapshot
             return super()._read_all(statements)
