@@ -13,7 +13,7 @@ from helpers import T0, decide_at, discover
 from integrity.attacker import Attacker
 from stopline.core.commands import Observe
 from stopline.core.integrity import EVENT_ALTERED, SEAL_MISMATCH, head_findings
-from stopline.core.records import Item
+from stopline.core.records import Actor, Item
 from stopline.core.verify import verify_item
 from stopline.store import Store
 
@@ -89,3 +89,37 @@ def test_the_same_value_written_in_other_text_still_reads_as_that_value(
     after = store.history(item.id)[-1]
     assert after is not before and after == before
     assert _reasons(store, item.id) == set()
+
+
+def test_the_guard_reads_are_what_the_reads_one_by_one_give(store: Store) -> None:
+    """``guard_reads``: one snapshot, the same records as each read alone."""
+    item = _observed(store)
+    store.set_actor(Actor("ann", frozenset({"operator"})), "add", {}, T0)
+    store.registry()  # folded once: the next check is the one statement (PostgreSQL)
+    reads = store.guard_reads(item.id, history=True, registry=True)
+    head, legacy = store.head(item.id)
+    assert reads.item == store.get(item.id) and reads.head == head
+    assert reads.legacy_seal == legacy
+    assert reads.history == store.history(item.id) and len(reads.history) == 2
+    assert reads.ledger == store.item_ledger(item.id) and reads.ledger
+    assert reads.registry is not None and set(reads.registry.actors) == {"ann"}
+    lean = store.guard_reads(item.id, history=False, registry=False)
+    assert lean.item == reads.item and lean.head == head
+    assert lean.history == [] and lean.ledger == [] and lean.registry is None
+    missing = store.guard_reads("no-such-item", history=True, registry=True)
+    assert missing.item is None and missing.head is None
+
+
+def test_a_registry_edited_behind_the_store_shows_in_the_guard_reads(
+    store: Store, store_url: str
+) -> None:
+    item = _observed(store)
+    store.set_actor(Actor("ann", frozenset({"operator"})), "add", {}, T0)
+    assert store.guard_reads(item.id, history=True, registry=True).registry.ok  # type: ignore[union-attr]
+    attacker = Attacker(store_url)
+    try:
+        assert attacker.sql("UPDATE actors SET active = NOT active WHERE name = 'ann'", {}) == 1
+    finally:
+        attacker.close()
+    registry = store.guard_reads(item.id, history=False, registry=True).registry
+    assert registry is not None and not registry.ok
