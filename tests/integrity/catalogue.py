@@ -631,9 +631,25 @@ def ledger_entry_deleted(a: Attacker, base: Base) -> None:
     findings=(("ledger", "ledger_broken"), ("event", "event_rewritten")),
 )
 def ledger_entry_edited(a: Attacker, base: Base) -> None:
+    # that one entry: its position n alone would also name entries of other shards, which
+    # items land in them depends on their random ids, and so would what the edit reaches
+    item = a.item("vault/pay-done")
     a.sql(
-        "UPDATE ledger SET event_hash = :h WHERE n = :n",
-        {"h": "f" * 64, "n": _ledger_n(a, "pay-done", "approve")},
+        "UPDATE ledger SET event_hash = :h WHERE item_id = :id AND n = :n",
+        {"h": "f" * 64, "id": item.id, "n": _ledger_n(a, "pay-done", "approve")},
+    )
+
+
+@edit(
+    "a ledger entry edited (the event hash it holds) of an item a person then approves",
+    findings=(("ledger", "ledger_broken"), ("event", "event_rewritten")),
+    moves=(approve("pay-waiting", "alice"), RUN),
+)
+def ledger_entry_edited_before_action(a: Attacker, base: Base) -> None:
+    item = a.item("vault/pay-waiting")
+    a.sql(
+        "UPDATE ledger SET event_hash = :h WHERE item_id = :id AND n = :n",
+        {"h": "f" * 64, "id": item.id, "n": _ledger_n(a, "pay-waiting", "discover")},
     )
 
 
