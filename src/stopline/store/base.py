@@ -187,8 +187,7 @@ class SQLStore(SQLSchema):
             return False
         except self.integrity_errors:
             return False  # a concurrent write took the same idempotency key first
-        self._remember(documents_of(params))
-        self._remember_written(params, decision.after, decision.event)
+        self._written(params, decision)
         return True
 
     def apply_many(self, decisions: Sequence[Decision]) -> list[bool]:
@@ -212,8 +211,7 @@ class SQLStore(SQLSchema):
             for (n, params), ok in zip(grouped, written, strict=True):
                 results[n] = ok
                 if ok:
-                    self._remember(documents_of(params))
-                    self._remember_written(params, decisions[n].after, decisions[n].event)
+                    self._written(params, decisions[n])
         return [bool(ok) for ok in results]
 
     def _apply_grouped(self, rows: Sequence[dict[str, Any]]) -> list[bool]:

@@ -27,6 +27,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..core.decision import Decision
 from ..core.frozen import FrozenDict, load_frozen_deep, storage_json
 from ..core.integrity import DOCUMENT_ALTERED, DOCUMENT_MISSING, Finding
 from ..core.records import Item
@@ -138,6 +139,12 @@ class SQLDocuments(SQLRows):
             cur.executemany(
                 self.q["insert_document"], [{"digest": d, "body": b} for d, b in documents]
             )
+
+    def _written(self, params: Mapping[str, Any], decision: Decision) -> None:
+        """After the commit that wrote ``decision`` (with ``params``): its new documents are
+        stored, and its rows read back as its records (``_remember_written``)."""
+        self._remember(documents_of(params))
+        self._remember_written(params, decision.after, decision.event)
 
     def _remember(self, documents: Iterable[tuple[str, str]]) -> None:
         """After the commit that wrote them: these documents are stored."""

@@ -51,7 +51,6 @@ from ..core.decision import Decision
 from ..core.frozen import storage_json
 from ..core.ledger import ledger_kind, shard_of
 from .base import SQLStore, _Stale
-from .documents import documents_of
 
 CHANNEL = "stopline_work"
 MIGRATION_LOCK = "stopline.migrate"  # hashed into the advisory lock key
@@ -174,8 +173,7 @@ class PostgresStore(SQLStore):
             return False  # a concurrent write took the same idempotency key (or event) first
         if row is None or int(row["n"]) != 1:
             return False
-        self._remember(documents_of(params))
-        self._remember_written(params, decision.after, decision.event)
+        self._written(params, decision)
         return True
 
     def _apply_ledgered(self, decision: Decision, kind: str, params: dict[str, Any]) -> bool:
@@ -199,8 +197,7 @@ class PostgresStore(SQLStore):
             return False
         except self.integrity_errors:
             return False  # a concurrent write took the same idempotency key (or event) first
-        self._remember(documents_of(params))
-        self._remember_written(params, decision.after, decision.event)
+        self._written(params, decision)
         return True
 
     def _apply_grouped(self, rows: Sequence[dict[str, Any]]) -> list[bool]:
