@@ -25,12 +25,20 @@ MSG_1044 = "support-triage/msg-1044"  # a reply whose policy needs one approver
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "img"
 
 
+def laid_out(page: Page) -> None:
+    """Wait for the page's ``load`` event: its stylesheet has arrived and applies. A click that
+    navigates returns once the new document is there, and a script can measure it before a
+    slow stylesheet has come (then a digest is one unbroken 509 px line at 390 px)."""
+    page.wait_for_load_state("load")
+
+
 def sign_in(page: Page, server: Server, token: str) -> None:
     """Sign in through the form, as a person would, and land on the inbox."""
     page.goto(f"{server.base}/signin")
     page.get_by_test_id("signin-token").fill(token)
     page.get_by_test_id("signin-submit").click()
     expect(page).to_have_url(f"{server.base}/inbox")
+    laid_out(page)
 
 
 def group_count(page: Page, state: str) -> int:
@@ -41,6 +49,7 @@ def open_item(page: Page, ref: str) -> None:
     """Follow the inbox's link to ``ref`` (an ``automation/key``)."""
     page.get_by_test_id("inbox-item-link").filter(has_text=re.compile(f"^{ref}$")).click()
     expect(page.get_by_test_id("item-title")).to_have_text(ref)
+    laid_out(page)
 
 
 def test_sign_in_open_an_item_approve_it_and_see_it_move(

@@ -15,7 +15,7 @@ try:
 except ImportError:  # the `chromium` fixture then skips (or fails) with the reason
     expect = None  # type: ignore[assignment]
 
-from .test_browser_inbox import IMAGES, open_item, png_size, sign_in
+from .test_browser_inbox import IMAGES, laid_out, open_item, png_size, sign_in
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -29,12 +29,25 @@ WIDTHS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "he
 
 
 def no_horizontal_overflow(page: Page) -> None:
+    laid_out(page)
     width, inner = page.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
-    assert width <= inner, f"{page.url}: {width} px wide in a {inner} px window"
+    if width > inner:
+        wide = page.evaluate(
+            """limit => [...document.querySelectorAll('body *')]
+                .filter(e => e.getBoundingClientRect().right > limit)
+                .slice(-5)
+                .map(e => `${e.tagName.toLowerCase()}.${e.className}`
+                    + `[${e.getAttribute('data-testid') || ''}] `
+                    + `${Math.round(e.getBoundingClientRect().right)} px: `
+                    + (e.textContent || '').trim().slice(0, 80))""",
+            inner,
+        )
+        raise AssertionError(f"{page.url}: {width} px wide in a {inner} px window; " + str(wide))
 
 
 def rows_do_not_overlap(page: Page) -> None:
     """No two parts of an inbox row (link, severity and age, reason) cover each other."""
+    laid_out(page)
     boxes: list[list[dict[str, Any]]] = page.evaluate(
         """() => [...document.querySelectorAll('[data-testid=inbox-row]')].map(row =>
             [...row.querySelectorAll(':scope > a, :scope > span')].map(e => {
@@ -84,6 +97,7 @@ def test_approve_is_apart_from_close_and_hidden_once_you_approved(
     close = page.get_by_test_id("close-submit")
     expect(approve).to_be_visible()
     expect(page.get_by_test_id("approve-effect")).to_contain_text("1 of 2")
+    laid_out(page)
     colour = "el => getComputedStyle(el).backgroundColor"
     assert approve.evaluate(colour) != close.evaluate(colour)
     expect(page.get_by_test_id("danger-zone").get_by_test_id("close-submit")).to_be_visible()
