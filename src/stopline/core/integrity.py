@@ -13,12 +13,14 @@ on an item stops every action on it (``integrity_failed``); ``stopline verify`` 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from typing import Any
 
 from .authorship import AuthorKind, author_problems, event_author
-from .canonical import CanonicalError, format_time
+from .canonical import MAX_SAFE_INTEGER, CanonicalError, format_time
 from .fast_digest import fast_digest
 from .frozen import deeply_frozen
 from .legacy_form import digest_matches
@@ -123,14 +125,63 @@ def seal_document(
         "max_attempts": item.max_attempts,
         "next_eligible_at": format_time(item.next_eligible_at),
         "lease_token": item.lease_token if lease_token is None else lease_token,
-        "attempt_log": fast_digest(list(item.attempt_log if attempt_log is None else attempt_log)),
+        "attempt_log": _log_digest(item.attempt_log if attempt_log is None else attempt_log),
         "data": data_digest(item.data) if data_hash is None else data_hash,
     }
 
 
+# The seal document's keys in RFC 8785 order (all ASCII: code point order).
+_SEAL_KEYS = (
+    "attempt_log",
+    "attempts",
+    "automation",
+    "created_at",
+    "data",
+    "id",
+    "key",
+    "lease_token",
+    "max_attempts",
+    "next_eligible_at",
+    "seq",
+    "state",
+    "updated_at",
+    "v",
+)
+
+
+def seal_digest(document: Mapping[str, Any]) -> str:
+    """``digest(document)`` for a seal document, written without a walk: every value of one is
+    a string or a small integer, so its canonical text is its keys in order and each value as
+    json writes it. Any other document (a key more or less, a value of another type or out of
+    range, a lone surrogate) goes the general way, refusals included."""
+    if len(document) != len(_SEAL_KEYS):
+        return fast_digest(document)
+    parts = []
+    for key in _SEAL_KEYS:
+        value = document.get(key)
+        kind = type(value)
+        if kind is str:
+            parts.append(f'"{key}":{encode_basestring(value)}')
+        elif kind is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            parts.append(f'"{key}":{value}')
+        else:
+            return fast_digest(document)
+    try:
+        return hashlib.sha256(("{" + ",".join(parts) + "}").encode("utf-8")).hexdigest()
+    except UnicodeEncodeError:
+        return fast_digest(document)
+
+
+def _log_digest(log: Sequence[Mapping[str, Any]]) -> str:
+    return fast_digest(list(log)) if log else _EMPTY_LOG
+
+
+_EMPTY_LOG = fast_digest([])
+
+
 def item_seal(item: Item) -> str:
     """The seal of ``item`` exactly as it is (what the event that writes it carries)."""
-    return fast_digest(seal_document(item))
+    return seal_digest(seal_document(item))
 
 
 def _claim_rollbacks(item: Item) -> Iterator[tuple[int, int, Sequence[Mapping[str, Any]]]]:
@@ -156,7 +207,7 @@ def seal_matches(item: Item, seal: str) -> bool:
         document = seal_document(
             item, attempts=attempts, lease_token=token, attempt_log=log, data_hash=data_hash
         )
-        if fast_digest(document) == seal:
+        if seal_digest(document) == seal:
             return True
     return False
 
