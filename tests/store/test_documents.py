@@ -13,11 +13,11 @@ from helpers import T0, count, decide_at, discover, insert_old
 from integrity.attacker import Attacker
 from stopline.core.commands import Discover, Observe
 from stopline.core.decision import Decision
-from stopline.core.frozen import thaw
+from stopline.core.frozen import freeze, thaw
 from stopline.core.integrity import head_findings
 from stopline.core.records import Item
 from stopline.store import Store, open_store, raw
-from stopline.store.documents import MIN_BYTES
+from stopline.store.documents import MIN_BYTES, split_documents
 
 BIG = {
     "text": "Grüße ✓ " * 40,
@@ -237,3 +237,22 @@ def test_a_missing_or_altered_document_leaves_the_record_unreadable(store_url: s
         assert len(store.document_findings()) == 3
     finally:
         store.close()
+
+
+def test_a_document_is_kept_for_a_frozen_value_and_worked_out_again_for_a_mutable_one() -> None:
+    """The split keeps what it found for a value frozen to the bottom (the same object from
+    step to step); a mutable value is split afresh each time, so a change to it is written."""
+    frozen = freeze(BIG)
+    first = split_documents({"evidence": frozen})
+    assert split_documents({"evidence": frozen}) == first
+    assert first[1][0][0] == hashlib.sha256(first[1][0][1].encode()).hexdigest()
+    mutable = thaw(frozen)
+    digest = split_documents({"evidence": mutable})[1][0][0]
+    assert digest == first[1][0][0]
+    mutable["text"] = "changed " * 40
+    changed = split_documents({"evidence": mutable})[1][0]
+    assert changed[0] != digest and "changed" in changed[1]
+    small: dict[str, Any] = {"a": 1}
+    assert split_documents({"small": small}) == ({"small": {"a": 1}}, [])
+    small["a"] = "x" * MIN_BYTES
+    assert split_documents({"small": small})[1]  # now large enough to be a document

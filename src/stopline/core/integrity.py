@@ -158,7 +158,7 @@ def seal_digest(document: Mapping[str, Any]) -> str:
         return fast_digest(document)
     parts = []
     for key in _SEAL_KEYS:
-        value = document.get(key)
+        value: Any = document.get(key)
         kind = type(value)
         if kind is str:
             parts.append(f'"{key}":{encode_basestring(value)}')
