@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stopline.core.canonical import CanonicalError
+from stopline.core.canonical import CanonicalError, digest
 from stopline.core.fast_digest import fast_digest
 from stopline.core.frozen import FrozenDict, deeply_frozen, freeze, load_frozen_deep, storage_json
 from stopline.core.integrity import data_digest, stored_form
@@ -62,3 +62,35 @@ def test_a_kept_data_digest_is_the_digest(value: dict[str, Any]) -> None:
     if plain:
         assert data_digest(plain) != first
         assert data_digest(plain) == fast_digest(plain)
+
+
+def _outcome(fn: Any, value: Any) -> tuple[str, str]:
+    try:
+        return "digest", fn(value)
+    except CanonicalError as exc:
+        return "refused", str(exc)
+
+
+@settings(max_examples=300)
+@given(
+    st.dictionaries(st.text(max_size=8), hostile_values(), max_size=5),
+    st.text(max_size=8),
+    json_values(),
+)
+def test_a_data_digest_put_together_from_its_values_is_the_exact_digest(
+    value: dict[str, Any], key: str, new: Any
+) -> None:
+    """The digest of data is assembled from the kept text of each value; it is the exact
+    serialiser's digest (or refusal) for any data, before and after one value changes, the
+    values kept being the very objects of the data before."""
+    frozen = freeze(value)
+    assert _outcome(data_digest, frozen) == _outcome(digest, frozen)
+    if not isinstance(frozen, FrozenDict):
+        return
+    changed = FrozenDict({**frozen, key: freeze(new)})
+    assert _outcome(data_digest, changed) == _outcome(digest, changed)
+    inner = FrozenDict({"v": FrozenDict({"k": [1]})})  # frozen outside, mutable inside
+    before = data_digest(inner)
+    inner["v"]["k"].append(2)
+    assert data_digest(inner) != before
+    assert data_digest(inner) == digest(inner)

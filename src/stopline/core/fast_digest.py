@@ -16,7 +16,7 @@ from .canonical import (
     MAX_SAFE_INTEGER,
     CanonicalError,
     bytes_object,
-    digest,
+    canonical_json,
     format_float,
     format_time,
     lone_surrogate,
@@ -112,6 +112,32 @@ def _refit_floats(text: str) -> str:
     return "".join(parts)
 
 
+def fast_canonical(value: Any) -> str:
+    """The text :func:`canonical_json` writes for ``value``, by json's C encoder where that
+    writes the same (see :func:`fast_digest`); a lone surrogate is left in the text, for the
+    caller's UTF-8 encoding to refuse."""
+    try:
+        text = _C_CANONICAL.encode(value)
+    except (ValueError, TypeError, RecursionError):
+        # NaN, a circular or very deep value: the exact serialiser refuses it with the precise
+        # reason (or, for a deep value, writes it: it does not recurse).
+        return canonical_json(value)
+    status = _c_text_status(value)
+    if status == _C_TEXT_WRONG:
+        return canonical_json(value)
+    if status == _C_TEXT_FLOATS:
+        text = _refit_floats(text)
+    return text
+
+
+def text_digest(text: str) -> str:
+    """``sha256`` of canonical text, refusing a lone surrogate as :func:`digest` does."""
+    try:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    except UnicodeEncodeError:
+        raise lone_surrogate() from None
+
+
 def fast_digest(value: Any) -> str:
     """:func:`digest` for the hot path (the event hash of every transition).
 
@@ -122,18 +148,4 @@ def fast_digest(value: Any) -> str:
     :func:`canonical_json`. Equal to ``digest(value)`` for every value, refusals included (a
     property test holds them together).
     """
-    try:
-        text = _C_CANONICAL.encode(value)
-    except (ValueError, TypeError, RecursionError):
-        # NaN, a circular or very deep value: the exact serialiser refuses it with the precise
-        # reason (or, for a deep value, writes it: it does not recurse).
-        return digest(value)
-    status = _c_text_status(value)
-    if status == _C_TEXT_WRONG:
-        return digest(value)
-    if status == _C_TEXT_FLOATS:
-        text = _refit_floats(text)
-    try:
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
-    except UnicodeEncodeError:
-        raise lone_surrogate() from None
+    return text_digest(fast_canonical(value))

@@ -21,8 +21,8 @@ from typing import Any
 
 from .authorship import AuthorKind, author_problems, event_author
 from .canonical import MAX_SAFE_INTEGER, CanonicalError, format_time
-from .fast_digest import fast_digest
-from .frozen import deeply_frozen
+from .fast_digest import fast_canonical, fast_digest, text_digest
+from .frozen import FrozenDict, deeply_frozen
 from .legacy_form import digest_matches
 from .records import Event, Item
 from .transitions import By, Transition
@@ -82,7 +82,7 @@ def data_digest(data: Mapping[str, Any]) -> str:
     known = _DATA_DIGESTS.get(id(data))
     if known is not None and known[0] is data:
         return known[1]
-    made = fast_digest(data)
+    made = _digest_by_values(data)
     if deeply_frozen(data, as_stored=True):
         if len(_DATA_DIGESTS) >= MEMO_DATA:
             _DATA_DIGESTS.clear()
@@ -100,6 +100,42 @@ def stored_form(data: Mapping[str, Any]) -> bool:
 
 MEMO_DATA = 1024  # data digests kept (the whole memo is dropped when full)
 _DATA_DIGESTS: dict[int, tuple[Mapping[str, Any], str]] = {}
+
+
+def _digest_by_values(data: Mapping[str, Any]) -> str:
+    """``fast_digest(data)``, put together from the canonical text of each value. A step
+    changes one or two values of an item's data and keeps the others, the very objects: the
+    text of a value frozen to the bottom is kept, so only what changed is written again. Data
+    of another kind (not read-only, a key that is not ASCII) goes the general way."""
+    if type(data) is not FrozenDict or not all(type(k) is str and k.isascii() for k in data):
+        return fast_digest(data)
+    members = ",".join(f"{encode_basestring(k)}:{_value_text(data[k])}" for k in sorted(data))
+    return text_digest("{" + members + "}")
+
+
+def _value_text(value: Any) -> str:
+    kind = type(value)
+    if kind is not FrozenDict and kind is not tuple:
+        return fast_canonical(value)
+    known = _VALUE_TEXTS.get(id(value))
+    if known is not None and known[0] is value:
+        return known[1]
+    text = fast_canonical(value)
+    if len(text) <= MEMO_TEXT_CHARS // 16 and deeply_frozen(value):
+        global _value_text_chars
+        if len(_VALUE_TEXTS) >= MEMO_DATA or _value_text_chars + len(text) > MEMO_TEXT_CHARS:
+            _VALUE_TEXTS.clear()
+            _value_text_chars = 0
+        _VALUE_TEXTS[id(value)] = (value, text)
+        _value_text_chars += len(text)
+    return text
+
+
+# the canonical text of data values frozen to the bottom, each with the value itself (so its
+# id is never another value's while the entry lives); dropped whole when either bound is full
+MEMO_TEXT_CHARS = 8 * 2**20
+_VALUE_TEXTS: dict[int, tuple[Any, str]] = {}
+_value_text_chars = 0
 
 
 def seal_document(
