@@ -1,9 +1,10 @@
 """The seal digest writes a seal document's canonical text directly; it must be the exact
 serialiser's digest for every document, strange strings and integers out of range included,
-and refuse what that refuses."""
+and refuse what that refuses. ``evolve`` makes the record ``dataclasses.replace`` makes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,7 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stopline.core.canonical import CanonicalError, digest
+from stopline.core.frozen import freeze
 from stopline.core.integrity import item_seal, seal_digest, seal_document
+from stopline.core.records import evolve
 
 from .helpers import Harness
 
@@ -69,3 +72,33 @@ def test_an_item_seal_is_the_digest_of_its_seal_document(h: Harness) -> None:
 def test_a_value_it_cannot_write_directly_still_digests_or_refuses_alike(bad: Any) -> None:
     document = {k: "x" for k in KEYS} | {"id": bad}
     assert outcome(seal_digest, document) == outcome(digest, document)
+
+
+@settings(max_examples=200)
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "seq": st.integers(0, 10**6),
+            "head": st.text(max_size=64),
+            "attempts": st.integers(0, 50),
+            "lease_owner": st.none() | st.text(max_size=8),
+            "data": st.dictionaries(st.text(max_size=4), st.integers()).map(freeze),
+        },
+    )
+)
+def test_evolve_makes_the_record_replace_makes(changes: dict[str, Any]) -> None:
+    item = Harness().discover({"x": 1})
+    before = dict(item.__dict__)
+    made = evolve(item, **changes)
+    assert made == replace(item, **changes)
+    assert made.__dict__ == replace(item, **changes).__dict__
+    assert item.__dict__ == before  # the old record is untouched
+    with pytest.raises(AttributeError):
+        made.seq = 1  # type: ignore[misc]  # frozen still
+
+
+def test_evolve_refuses_a_name_that_is_not_a_field(h: Harness) -> None:
+    item = h.discover()
+    with pytest.raises(TypeError, match="no field 'stat'"):
+        evolve(item, stat="completed")

@@ -15,7 +15,7 @@ from .frozen import FrozenDict, freeze
 from .integrity import item_seal
 from .policy import Policy
 from .reasons import Reason
-from .records import Actor, Event, Item
+from .records import Actor, Event, Item, evolve
 from .states import State
 from .transitions import ANNOTATIONS, By, Cmd, lookup
 
@@ -150,7 +150,7 @@ def transition(
         detail = {**(detail or {}), "attestation": ctx.attestation}
     detail = {**(detail or {}), "author": _author(row.by, ctx).to_plain()}
     released = not keep_lease
-    after = replace(
+    after = evolve(
         item,
         state=target,
         version=item.version + 1,
@@ -182,7 +182,7 @@ def transition(
         detail=freeze(dict(detail or {})),
         prev_hash=item.head,
     )
-    after = replace(after, head=event.hash)
+    after = evolve(after, head=event.hash)
     return Decision(
         Outcome.APPLIED, reasons, item.id, target, before=item, after=after, event=event
     )
