@@ -73,9 +73,9 @@ def _outcome(fn: Any, value: Any) -> tuple[str, str]:
 
 @settings(max_examples=300)
 @given(
-    st.dictionaries(st.text(max_size=8), hostile_values(), max_size=5),
+    st.dictionaries(st.text(max_size=8), hostile_values() | times, max_size=5),
     st.text(max_size=8),
-    json_values(),
+    json_values() | times,
 )
 def test_a_data_digest_put_together_from_its_values_is_the_exact_digest(
     value: dict[str, Any], key: str, new: Any
@@ -85,10 +85,12 @@ def test_a_data_digest_put_together_from_its_values_is_the_exact_digest(
     values kept being the very objects of the data before."""
     frozen = freeze(value)
     assert _outcome(data_digest, frozen) == _outcome(digest, frozen)
+    assert stored_form(frozen) == deeply_frozen(frozen, as_stored=True)  # kept only if so
     if not isinstance(frozen, FrozenDict):
         return
     changed = FrozenDict({**frozen, key: freeze(new)})
     assert _outcome(data_digest, changed) == _outcome(digest, changed)
+    assert stored_form(changed) == deeply_frozen(changed, as_stored=True)
     inner = FrozenDict({"v": FrozenDict({"k": [1]})})  # frozen outside, mutable inside
     before = data_digest(inner)
     inner["v"]["k"].append(2)

@@ -82,8 +82,8 @@ def data_digest(data: Mapping[str, Any]) -> str:
     known = _DATA_DIGESTS.get(id(data))
     if known is not None and known[0] is data:
         return known[1]
-    made = _digest_by_values(data)
-    if deeply_frozen(data, as_stored=True):
+    made, stored = _digest_by_values(data)
+    if stored:
         if len(_DATA_DIGESTS) >= MEMO_DATA:
             _DATA_DIGESTS.clear()
         _DATA_DIGESTS[id(data)] = (data, made)
@@ -102,36 +102,47 @@ MEMO_DATA = 1024  # data digests kept (the whole memo is dropped when full)
 _DATA_DIGESTS: dict[int, tuple[Mapping[str, Any], str]] = {}
 
 
-def _digest_by_values(data: Mapping[str, Any]) -> str:
-    """``fast_digest(data)``, put together from the canonical text of each value. A step
-    changes one or two values of an item's data and keeps the others, the very objects: the
-    text of a value frozen to the bottom is kept, so only what changed is written again. Data
-    of another kind (not read-only, a key that is not ASCII) goes the general way."""
+def _digest_by_values(data: Mapping[str, Any]) -> tuple[str, bool]:
+    """``fast_digest(data)``, put together from the canonical text of each value, and whether
+    ``data`` is frozen as stored (``deeply_frozen(data, as_stored=True)``). A step changes one
+    or two values of an item's data and keeps the others, the very objects: the text of a
+    value frozen to the bottom is kept, so only what changed is written, or walked, again.
+    Data of another kind (not read-only, a key that is not ASCII) goes the general way."""
     if type(data) is not FrozenDict or not all(type(k) is str and k.isascii() for k in data):
-        return fast_digest(data)
-    members = ",".join(f"{encode_basestring(k)}:{_value_text(data[k])}" for k in sorted(data))
-    return text_digest("{" + members + "}")
+        return fast_digest(data), deeply_frozen(data, as_stored=True)
+    members = []
+    stored = True
+    for key in sorted(data):
+        text, frozen = _value_text(data[key])
+        members.append(f"{encode_basestring(key)}:{text}")
+        stored = stored and frozen
+    return text_digest("{" + ",".join(members) + "}"), stored
 
 
-def _value_text(value: Any) -> str:
+_STORED_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _value_text(value: Any) -> tuple[str, bool]:
+    """The canonical text of ``value``, and whether it is frozen as stored."""
     kind = type(value)
     if kind is not FrozenDict and kind is not tuple:
-        return fast_canonical(value)
+        return fast_canonical(value), kind in _STORED_SCALARS
     known = _VALUE_TEXTS.get(id(value))
     if known is not None and known[0] is value:
-        return known[1]
+        return known[1], True
     text = fast_canonical(value)
-    if len(text) <= MEMO_TEXT_CHARS // 16 and deeply_frozen(value):
+    frozen = deeply_frozen(value, as_stored=True)
+    if frozen and len(text) <= MEMO_TEXT_CHARS // 16:
         global _value_text_chars
         if len(_VALUE_TEXTS) >= MEMO_DATA or _value_text_chars + len(text) > MEMO_TEXT_CHARS:
             _VALUE_TEXTS.clear()
             _value_text_chars = 0
         _VALUE_TEXTS[id(value)] = (value, text)
         _value_text_chars += len(text)
-    return text
+    return text, frozen
 
 
-# the canonical text of data values frozen to the bottom, each with the value itself (so its
+# the canonical text of data values frozen as stored, each with the value itself (so its
 # id is never another value's while the entry lives); dropped whole when either bound is full
 MEMO_TEXT_CHARS = 8 * 2**20
 _VALUE_TEXTS: dict[int, tuple[Any, str]] = {}
