@@ -115,3 +115,33 @@ def storage_json(value: Any) -> str:
 def load_frozen(text: str | bytes) -> Any:
     """Parse stored JSON into read-only mappings (arrays stay lists: they are never shared)."""
     return json.loads(text, object_hook=FrozenDict)
+
+
+class KeptByValue:
+    """What was worked out for values nothing can change, each held with the value itself
+    (so its ``id`` is never another value's while the entry lives); dropped whole when it
+    holds ``entries`` values or ``chars`` characters. The caller keeps only what
+    :func:`deeply_frozen` says cannot change."""
+
+    def __init__(self, entries: int, chars: int) -> None:
+        self.entries, self.chars = entries, chars
+        self._kept: dict[int, tuple[Any, Any]] = {}
+        self._chars = 0
+
+    def get(self, value: Any) -> tuple[bool, Any]:
+        """``(True, what was kept)`` for this very value, else ``(False, None)``."""
+        known = self._kept.get(id(value))
+        if known is not None and known[0] is value:
+            return True, known[1]
+        return False, None
+
+    def keep(self, value: Any, result: Any, size: int) -> None:
+        """Keep ``result`` for ``value`` (``size`` characters of it); an entry larger than a
+        sixteenth of the bound is not kept."""
+        if size > self.chars // 16:
+            return
+        if len(self._kept) >= self.entries or self._chars + size > self.chars:
+            self._kept.clear()
+            self._chars = 0
+        self._kept[id(value)] = (value, result)
+        self._chars += size

@@ -13,7 +13,6 @@ on an item stops every action on it (``integrity_failed``); ``stopline verify`` 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring
@@ -22,7 +21,7 @@ from typing import Any
 from .authorship import AuthorKind, author_problems, event_author
 from .canonical import MAX_SAFE_INTEGER, CanonicalError, format_time
 from .fast_digest import fast_canonical, fast_digest, text_digest
-from .frozen import FrozenDict, deeply_frozen
+from .frozen import FrozenDict, KeptByValue, deeply_frozen
 from .legacy_form import digest_matches
 from .records import Event, Item
 from .transitions import By, Transition
@@ -127,26 +126,18 @@ def _value_text(value: Any) -> tuple[str, bool]:
     kind = type(value)
     if kind is not FrozenDict and kind is not tuple:
         return fast_canonical(value), kind in _STORED_SCALARS
-    known = _VALUE_TEXTS.get(id(value))
-    if known is not None and known[0] is value:
-        return known[1], True
+    kept, text = _VALUE_TEXTS.get(value)
+    if kept:
+        return text, True
     text = fast_canonical(value)
     frozen = deeply_frozen(value, as_stored=True)
-    if frozen and len(text) <= MEMO_TEXT_CHARS // 16:
-        global _value_text_chars
-        if len(_VALUE_TEXTS) >= MEMO_DATA or _value_text_chars + len(text) > MEMO_TEXT_CHARS:
-            _VALUE_TEXTS.clear()
-            _value_text_chars = 0
-        _VALUE_TEXTS[id(value)] = (value, text)
-        _value_text_chars += len(text)
+    if frozen:
+        _VALUE_TEXTS.keep(value, text, len(text))
     return text, frozen
 
 
-# the canonical text of data values frozen as stored, each with the value itself (so its
-# id is never another value's while the entry lives); dropped whole when either bound is full
-MEMO_TEXT_CHARS = 8 * 2**20
-_VALUE_TEXTS: dict[int, tuple[Any, str]] = {}
-_value_text_chars = 0
+# the canonical text of data values frozen as stored
+_VALUE_TEXTS = KeptByValue(MEMO_DATA, 8 * 2**20)
 
 
 def seal_document(
@@ -200,7 +191,7 @@ def seal_digest(document: Mapping[str, Any]) -> str:
     """``digest(document)`` for a seal document, written without a walk: every value of one is
     a string or a small integer, so its canonical text is its keys in order and each value as
     json writes it. Any other document (a key more or less, a value of another type or out of
-    range, a lone surrogate) goes the general way, refusals included."""
+    range) goes the general way; a lone surrogate is refused as there."""
     if len(document) != len(_SEAL_KEYS):
         return fast_digest(document)
     parts = []
@@ -213,10 +204,7 @@ def seal_digest(document: Mapping[str, Any]) -> str:
             parts.append(f'"{key}":{value}')
         else:
             return fast_digest(document)
-    try:
-        return hashlib.sha256(("{" + ",".join(parts) + "}").encode("utf-8")).hexdigest()
-    except UnicodeEncodeError:
-        return fast_digest(document)
+    return text_digest("{" + ",".join(parts) + "}")
 
 
 def _log_digest(log: Sequence[Mapping[str, Any]]) -> str:

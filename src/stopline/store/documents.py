@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..core.decision import Decision
-from ..core.frozen import FrozenDict, deeply_frozen, load_frozen_deep, storage_json
+from ..core.frozen import FrozenDict, KeptByValue, deeply_frozen, load_frozen_deep, storage_json
 from ..core.integrity import DOCUMENT_ALTERED, DOCUMENT_MISSING, Finding
 from ..core.records import Item
 from .rows import Row, SQLRows
@@ -70,30 +70,21 @@ def _document(value: Any) -> tuple[str, str] | None:
     the bottom (the evidence or proposal a record carries from step to step, the very object
     each time): it cannot change, so neither can its body. The memo holds the value itself, so
     its ``id`` is never another value's while the entry lives."""
-    known = _SPLIT.get(id(value))
-    if known is not None and known[0] is value:
-        return known[1]
+    kept, known = _SPLIT.get(value)
+    if kept:
+        return known  # type: ignore[no-any-return]
     body = storage_json(value)
     encoded = body.encode("utf-8", "surrogatepass")
-    found = None
+    found: tuple[str, str] | None = None
     if len(encoded) >= MIN_BYTES or is_reference(value):
         found = (hashlib.sha256(encoded).hexdigest(), body)
-    if len(body) <= MEMO_SPLIT_CHARS // 16 and deeply_frozen(value):
-        global _split_chars
-        if len(_SPLIT) >= MEMO_SPLIT or _split_chars + len(body) > MEMO_SPLIT_CHARS:
-            _SPLIT.clear()
-            _split_chars = 0
-        _SPLIT[id(value)] = (value, found)
-        _split_chars += len(body) if found else 0
+    if deeply_frozen(value):
+        _SPLIT.keep(value, found, len(body) if found else 0)
     return found
 
 
-# values whose document (or none) is kept, and the characters of the bodies kept: the memo is
-# dropped when either is full
-MEMO_SPLIT = 1024
-MEMO_SPLIT_CHARS = 8 * 2**20
-_SPLIT: dict[int, tuple[Any, tuple[str, str] | None]] = {}
-_split_chars = 0
+# values whose document (or none) is kept, with the characters of the bodies kept
+_SPLIT = KeptByValue(1024, 8 * 2**20)
 
 
 def documents_of(params: Mapping[str, Any]) -> Documents:
