@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -41,6 +42,17 @@ class RunningAgent:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+def accepts(sock: Path) -> bool:
+    """True once something listens on SOCK: the file appears at bind(), before listen(), and a
+    connect in between is refused."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(sock))
+        except OSError:
+            return False
+    return True
+
+
 def start_agent() -> RunningAgent:
     if shutil.which("ssh-agent") is None or shutil.which("ssh-add") is None:
         pytest.skip("openssh-client (ssh-agent, ssh-add) is not installed")
@@ -51,7 +63,7 @@ def start_agent() -> RunningAgent:
     )
     agent = RunningAgent(process, folder)
     try:
-        wait_for(lambda: sock.exists() or process.poll() is not None, 30, "ssh-agent's socket")
+        wait_for(lambda: accepts(sock) or process.poll() is not None, 30, "ssh-agent listening")
         if process.poll() is not None:
             pytest.fail(f"ssh-agent exited {process.returncode}")
     except BaseException:
