@@ -69,6 +69,10 @@ def probe(url: str, timeout: float) -> str | None:
     return None
 
 
+def _as_is(text: str) -> str:
+    return text
+
+
 def _json_as_text(conn: psycopg.Connection[Any]) -> None:
     """``json`` columns read as the text stored, as SQLite reads them: the row codecs parse
     it into read-only values in one pass, and an event row's text is the key of the check
@@ -257,12 +261,14 @@ class PostgresStore(SQLStore):
         return None if found is None else found.astimezone(UTC)
 
     def _as_read(self, param: Any) -> Any:
-        return storage_json(param.obj) if isinstance(param, Json) else param
+        return param.obj if isinstance(param, Json) else param
 
     def _json(self, value: Any) -> Any:
         # ``json``, not ``jsonb``: the stored text is kept exactly, so digests and event hashes
-        # recompute from it (jsonb would rewrite some numbers and refuse NUL characters).
-        return Json(value, dumps=storage_json)
+        # recompute from it (jsonb would rewrite some numbers and refuse NUL characters). The
+        # text is made once, here: the parameter carries it, and the cache of what was written
+        # (``_as_read``) takes it from the parameter instead of serialising the value again.
+        return Json(storage_json(value), dumps=_as_is)
 
     def _automations_param(self, automations: Sequence[str] | None) -> Any:
         return None if automations is None else list(automations)
