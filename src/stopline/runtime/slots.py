@@ -14,13 +14,14 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from ..core.records import Item
 
 
 class Slots:
     def __init__(
-        self, size: int, limits: Mapping[str, int | None], run: Callable[[Item], None]
+        self, size: int, limits: Mapping[str, int | None], run: Callable[..., None]
     ) -> None:
         self.size = size
         self.limits = dict(limits)
@@ -49,14 +50,15 @@ class Slots:
                     room = min(room, limit - self._flying[name])
             return names, max(0, room) if names else 0
 
-    def start(self, item: Item) -> None:
+    def start(self, item: Item, *args: Any) -> None:
+        """Run ``run(item, *args)`` on a step thread."""
         with self._cond:
             self._flying[item.automation] += 1
-        self._pool.submit(self._step, item)
+        self._pool.submit(self._step, item, *args)
 
-    def _step(self, item: Item) -> None:
+    def _step(self, item: Item, *args: Any) -> None:
         try:
-            self._run(item)
+            self._run(item, *args)
         except BaseException as error:  # raised again in the worker's loop
             with self._cond:
                 self._errors.append(error)

@@ -41,10 +41,12 @@ from ..core.verify import verify_item
 from ..core.work import continue_claim
 from ..store import Store
 from ..store.errors import connection_errors
+from ..store.protocol import GuardReads
 from ..trust.authority import Authority, Trust
 from ..trust.checks import signature_findings
 from . import tracing
 from .automation import App
+from .claiming import claim_due
 from .commit import Committed, commit
 from .crash_points import CrashPoints
 from .group_commit import GroupCommitter
@@ -146,31 +148,24 @@ class Worker:
         if self.slots is not None:
             return self._start_what_fits(now, self.slots)
         shortest = min(self.leases.values())
-        item = self.store.claim(self.id, now, shortest, list(self.leases), leases=self.leases)
-        if item is None:
+        claimed = claim_due(self, now, shortest, self.leases, 1)
+        if not claimed:
             return False
         self.claims += 1
-        self.process(item)
+        self.process(*claimed[0])
         return True
 
     def _start_what_fits(self, now: datetime, slots: Slots) -> bool:
         slots.raise_failure()
         names, room = slots.room(list(self.leases))
-        claimed: list[Item] = []
+        claimed: list[tuple[Item, GuardReads | None]] = []
         if room > 0:
             shortest = min(self.leases[name] for name in names)
             leases = {name: self.leases[name] for name in names}
-            limit = min(room, self.batch)
-            if limit == 1:
-                one = self.store.claim(self.id, now, shortest, names, leases=leases)
-                claimed = [] if one is None else [one]
-            else:
-                claimed = self.store.claim_batch(
-                    self.id, now, shortest, names, leases=leases, limit=limit
-                )
-        for item in claimed:
+            claimed = claim_due(self, now, shortest, leases, min(room, self.batch))
+        for item, reads in claimed:
             self._counted("claims")
-            slots.start(item)
+            slots.start(item, reads)
         if claimed:
             return True
         if slots.in_flight:
@@ -199,9 +194,10 @@ class Worker:
                 self._counted("transitions")
         return moved
 
-    def process(self, item: Item) -> None:
+    def process(self, item: Item, reads: GuardReads | None = None) -> None:
         """Run the claimed step, and the steps after it while each is due at once: the claim
-        of the next step rides on the commit that ended the previous one."""
+        of the next step rides on the commit that ended the previous one. ``reads``: what the
+        claim read for the check of a fresh claim (else that check reads it)."""
         automation = self.automations[item.automation]
         holder = LeaseHolder(item)
         lease = self.leases[item.automation]
@@ -214,7 +210,7 @@ class Worker:
             with logs.context(**fields), renewal:
                 # What was claimed must be what its history sealed (a later step of this chain
                 # starts from this worker's own commit, which needs no such check).
-                if not self.guard(holder, authority=False):
+                if not self.guard(holder, authority=False, reads=reads):
                     return
                 while True:
                     token = holder.item.lease_token
@@ -238,11 +234,15 @@ class Worker:
 
     # --- before acting, and committing -------------------------------------------------------
 
-    def guard(self, holder: LeaseHolder, *, authority: bool = True) -> bool:
+    def guard(
+        self, holder: LeaseHolder, *, authority: bool = True, reads: GuardReads | None = None
+    ) -> bool:
         """Before an acting call (with ``authority``) or on a fresh claim: read the record, its
         head event and the registry again and let the core check them (``core/guard.py``).
         ``True``: go ahead. ``False``: the item was stopped (the reasons are in its history).
-        Raises :class:`LeaseLost` when the lease is gone: nothing may be called or written."""
+        Raises :class:`LeaseLost` when the lease is gone: nothing may be called or written.
+        ``reads``: on a fresh claim outside signed mode, what the claim itself read (the row,
+        its head and that head's upgrade seal, in the claim's transaction)."""
         item = holder.current()
         now = self.clock()
         if authority:
@@ -252,9 +252,10 @@ class Worker:
             holder.renewed(now, lease)
         # one snapshot, one round trip: the row and its head, and before acting its history,
         # its ledger entries and the registry
-        reads = self.store.guard_reads(
-            item.id, history=authority, registry=authority or self.trust is not None
-        )
+        if reads is None or authority or self.trust is not None:
+            reads = self.store.guard_reads(
+                item.id, history=authority, registry=authority or self.trust is not None
+            )
         fresh, head, legacy, registry = reads.item, reads.head, reads.legacy_seal, reads.registry
         if fresh is None or (fresh.version, fresh.lease_token) != (item.version, item.lease_token):
             raise LeaseLost(item.id)  # someone else wrote it: this claim is over

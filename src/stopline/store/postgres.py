@@ -51,6 +51,7 @@ from ..core.decision import Decision
 from ..core.frozen import storage_json
 from ..core.ledger import ledger_kind, shard_of
 from .base import SQLStore, _Stale
+from .rows import Row
 
 CHANNEL = "stopline_work"
 MIGRATION_LOCK = "stopline.migrate"  # hashed into the advisory lock key
@@ -150,6 +151,10 @@ class PostgresStore(SQLStore):
 
     def _claiming(self) -> AbstractContextManager[Any]:
         return self._single()
+
+    def _claimed_rows(self, cur: Any, params: Mapping[str, Any]) -> list[Row]:
+        cur.execute(self.q["claim_batch"], params)  # its heads joined in the same statement
+        return list(cur.fetchall())
 
     def apply(
         self,

@@ -156,6 +156,21 @@ class Store(Protocol):
         """Up to ``limit`` claims in one statement, each as :meth:`claim` takes one."""
         ...
 
+    def claim_checked(
+        self,
+        worker: str,
+        now: datetime,
+        lease_seconds: float,
+        automations: Sequence[str] | None = None,
+        *,
+        leases: Mapping[str, float] | None = None,
+        limit: int = 1,
+    ) -> list[tuple[Item, GuardReads]]:
+        """:meth:`claim_batch`, each claimed item with its row, last event and that event's
+        upgrade seal as :meth:`guard_reads` would read them (no history, no registry), from
+        the claim's own transaction."""
+        ...
+
     def apply_many(self, decisions: Sequence[Decision]) -> list[bool]:
         """Several applied decisions of different items in one transaction, each guarded by its
         own compare-and-set: per decision, ``True`` written or ``False`` another write came

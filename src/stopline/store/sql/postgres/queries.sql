@@ -44,7 +44,11 @@ RETURNING *;
 -- name: claim_batch
 -- The claim of up to :limit items at once (a worker that commits in groups): the same
 -- rules, the same columns, each claimed row with its own new fencing token. The rows are
--- picked and locked in a CTE first, so SKIP LOCKED is evaluated once.
+-- picked and locked in a CTE first, so SKIP LOCKED is evaluated once. Each claimed row comes
+-- with its last event and upgrade seal (the e_ columns and legacy_seal, as current_item reads
+-- them), for the check of a fresh claim. They are read from the statement's snapshot: a write
+-- committed between that snapshot and the row lock shows as a row whose head is not that
+-- event, and the store reads such a row again (``claim_checked``).
 WITH picked AS (
     SELECT id FROM items
     WHERE state_class = 'work'
@@ -60,7 +64,7 @@ WITH picked AS (
     ORDER BY next_eligible_at
     LIMIT :limit
     FOR UPDATE SKIP LOCKED
-)
+), claimed AS (
 UPDATE items SET
     attempts = attempts + 1,
     lease_token = lease_token + 1,
@@ -77,7 +81,17 @@ UPDATE items SET
     claimed_at = :now
 FROM picked
 WHERE items.id = picked.id
-RETURNING items.*;
+RETURNING items.*
+)
+SELECT c.*,
+    e.item_id AS e_item_id, e.seq AS e_seq, e.at AS e_at, e.command AS e_command,
+    e.actor AS e_actor, e.from_state AS e_from_state, e.to_state AS e_to_state, e.reasons AS e_reasons,
+    e.digests AS e_digests, e.detail AS e_detail, e.prev_hash AS e_prev_hash, e.hash AS e_hash,
+    l.seal AS legacy_seal
+FROM claimed c
+LEFT JOIN events e ON e.item_id = c.id
+    AND e.seq = (SELECT MAX(m.seq) FROM events m WHERE m.item_id = c.id)
+LEFT JOIN legacy_seals l ON l.item_id = e.item_id AND l.head = e.hash;
 
 -- name: sweepable
 -- Steps that no claim may take any more: budget spent, or a revision whose lease ran out.
