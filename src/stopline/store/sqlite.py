@@ -7,7 +7,6 @@ consistent; the last commits may be lost on power loss, never on a process crash
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 import time
@@ -20,34 +19,9 @@ from urllib.parse import parse_qs, urlparse
 
 from .base import SQLStore
 from .errors import StoreError, UnsupportedURL
+from .sqlite_turns import turn_key, writing_turn
 
 SYNC_MODES = {"full": "FULL", "normal": "NORMAL", "extra": "EXTRA"}
-
-# SQLite lets one connection write at a time. Two threads of one process that both want to
-# write would meet in SQLite's busy handler, which sleeps (1, 2, 5, 10 ms and up) before it
-# tries again; a lock per database file hands the write over the moment it is free. Other
-# processes still wait in the busy handler.
-_WRITERS: dict[str, threading.Lock] = {}
-_WRITERS_LOCK = threading.Lock()
-
-
-def _forget_writers() -> None:
-    # a child made by fork() starts with one thread: a lock held by another thread of its
-    # parent would stay held in it forever
-    global _WRITERS_LOCK
-    _WRITERS.clear()
-    _WRITERS_LOCK = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_writers)
-
-
-def _writer_lock(key: str) -> threading.Lock:
-    found = _WRITERS.get(key)
-    if found is not None:
-        return found
-    with _WRITERS_LOCK:
-        return _WRITERS.setdefault(key, threading.Lock())
 
 
 def sqlite_path(url: str) -> tuple[str, dict[str, str]]:
@@ -77,7 +51,7 @@ class SQLiteStore(SQLStore):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._busy_timeout_ms = busy_timeout_ms
-        self._writer_key = str(Path(path).resolve())
+        self._turn = turn_key(path)
 
     @property
     def _conn(self) -> sqlite3.Connection:
@@ -133,10 +107,8 @@ class SQLiteStore(SQLStore):
     @contextmanager
     def _write(self) -> Iterator[Any]:
         conn = self._conn
-        writer = _writer_lock(self._writer_key)
-        if not writer.acquire(timeout=self._busy_timeout_ms / 1000):
-            raise sqlite3.OperationalError("database is locked")  # as SQLite's busy timeout
-        try:
+        # this writer's turn first (``sqlite_turns.py``): woken the moment the last one ends
+        with writing_turn(self._turn, self._busy_timeout_ms / 1000):
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn.cursor()
@@ -144,8 +116,6 @@ class SQLiteStore(SQLStore):
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
-        finally:
-            writer.release()
 
     @contextmanager
     def _read(self) -> Iterator[Any]:
