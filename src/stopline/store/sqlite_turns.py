@@ -14,13 +14,12 @@ is done, and only then begins its transaction:
   timeout ("database is locked", as SQLite would say).
 
 This only orders stopline's own writers: SQLite's locks still guard the file, and a writer
-that cannot make or open the turn file (a read-only folder) waits in SQLite's busy handler as
-before.
+that cannot make or open the turn file (a read-only folder, a system without ``flock``) waits
+in SQLite's busy handler as before.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sqlite3
 import stat
@@ -28,6 +27,13 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+fcntl: Any
+try:
+    import fcntl
+except ImportError:  # no flock() on this system: processes wait in SQLite's busy handler
+    fcntl = None
 
 
 class _FileTurn:
@@ -47,6 +53,8 @@ class _FileTurn:
     def _open(self) -> int | None:
         if not self._opened:
             self._opened = True
+            if fcntl is None:
+                return None
             try:
                 mode = stat.S_IMODE(os.stat(self.database).st_mode) & 0o666
                 self._fd = os.open(self.path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, mode)
@@ -119,7 +127,8 @@ def _forget_turns() -> None:
     _TURNS_LOCK = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_forget_turns)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_turns)
 
 
 def turn_key(database: str) -> str:
