@@ -175,6 +175,13 @@ def test_author_problems_name_every_fault() -> None:
     assert author_problems({"kind": "ai", "name": "a", "family": "b"}) == []
     assert author_problems("ai") != []
     assert "author.x is not a field" in author_problems({"kind": "human", "x": 1})
+    # a person or an automation names no model, not even an empty one (the API's schema says
+    # so too: a fuzzer's {"kind": "human", "name": "", "family": ""} was once accepted)
+    for part, value in (("name", ""), ("family", ""), ("name", None), ("family", "x")):
+        assert author_problems({"kind": "human", part: value}) == [
+            f"author.{part} is only for an ai author"
+        ]
+    assert author_problems({"kind": "automation", "name": ""}) != []
     assert author_problems({"kind": "ai", "name": 3, "family": "b"}) == [
         "author.name must be a string"
     ]

@@ -67,6 +67,7 @@ def test_a_note_over_http_with_its_author_and_key(demo: Demo, live: Server) -> N
         {"body": "ok", "author": {"kind": "robot"}},
         {"body": "ok", "author": {"kind": "ai", "name": "n"}},
         {"body": "ok", "author": {"kind": "human", "name": "alice"}},
+        {"body": "ok", "author": {"kind": "human", "name": "", "family": ""}},  # a fuzzer's
         {"body": "ok", "author": {"kind": "ai", "name": "n", "family": "f", "x": 1}},
         {"body": "ok", "idempotency_key": "has space"},
         {"body": "ok", "idempotency_key": 7},

@@ -43,6 +43,15 @@ class Author:
             return {"kind": self.kind, "name": self.name, "family": self.family}
         return {"kind": self.kind}
 
+    def declared(self) -> dict[str, str]:
+        """This author as a declaration :func:`author_problems` checks: the kind, and a name
+        and family where it is an AI's or where one was given."""
+        found = {"kind": self.kind}
+        for part in ("name", "family"):
+            if self.kind == AuthorKind.AI or getattr(self, part):
+                found[part] = getattr(self, part)
+        return found
+
 
 HUMAN = Author(AuthorKind.HUMAN.value)
 AUTOMATION = Author(AuthorKind.AUTOMATION.value)
@@ -64,7 +73,7 @@ def author_problems(value: Any, label: str = "author") -> list[str]:
     """Every problem of a declared author ``{"kind", "name", "family"}`` (empty: valid).
 
     ``kind`` is one of human, ai, automation; an ``ai`` author names itself and its model
-    family (1 to 200 characters each); the other kinds take neither."""
+    family (1 to 200 characters each); the other kinds take neither, not even empty."""
     if not isinstance(value, Mapping):
         return [f"{label} must be a JSON object with kind, and name and family for an ai"]
     problems = [f"{label}.{k} is not a field" for k in value if k not in ("kind", "name", "family")]
@@ -77,10 +86,11 @@ def author_problems(value: Any, label: str = "author") -> list[str]:
             if problem:
                 problems.append(problem)
     else:
+        # present at all, even empty or null: the declaration is refused, as its schema says
         problems += [
             f"{label}.{part} is only for an ai author"
             for part in ("name", "family")
-            if value.get(part) not in (None, "")
+            if part in value
         ]
     return problems
 

@@ -147,8 +147,7 @@ def decide(item: Item | None, command: Command, ctx: Context) -> Decision:
         return refused(item, [Reason.ILLEGAL_TRANSITION])
     if isinstance(command, ActorCommand):
         author = command.author_of()
-        declared = {"kind": author.kind, "name": author.name, "family": author.family}
-        if author_problems(declared):
+        if author_problems(author.declared()):
             return refused(item, [Reason.INVALID_INPUT])
         # the author is recorded, never consulted: no rule below reads ctx.author
         ctx = replace(ctx, attestation=command.attestation, author=author)
