@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -147,38 +148,39 @@ class SQLStore(SQLLeases):
     def apply_many(self, decisions: Sequence[Decision]) -> list[bool]:
         """Write several applied decisions (of different items) in ONE transaction, each
         guarded by its own compare-and-set: ``True`` for each written, ``False`` for each whose
-        item moved on first (that item only; the others still commit). A decision that appends
-        to the ledger, or a batch a statement fails in, is written one decision at a time."""
-        results: list[bool | None] = [None] * len(decisions)
-        grouped: list[tuple[int, dict[str, Any]]] = []
-        for n, decision in enumerate(decisions):
+        item moved on first (that item only; the others still commit). The ledger entries of
+        the decisions that append to it are made in the same transaction, after the locks of
+        their shards (taken in shard order). A batch a statement fails in is written again one
+        decision at a time."""
+        rows: list[_Grouped] = []
+        for decision in decisions:
             assert decision.event is not None
-            if ledger_kind(decision.event) is not None:
-                results[n] = self.apply(decision)
-            else:
-                grouped.append((n, self._apply_params(decision)))
-        if grouped:
-            try:
-                written = self._apply_grouped([params for _, params in grouped])
-            except self.integrity_errors:  # rolled back whole: one at a time, each on its own
-                written = [self.apply(decisions[n]) for n, _ in grouped]
-            for (n, params), ok in zip(grouped, written, strict=True):
-                results[n] = ok
-                if ok:
-                    self._written(params, decisions[n])
-        return [bool(ok) for ok in results]
+            rows.append(_Grouped(self._apply_params(decision), decision.event))
+        try:
+            written = self._apply_grouped(rows)
+        except self.integrity_errors:  # rolled back whole: one at a time, each on its own
+            return [self.apply(decision) for decision in decisions]
+        for row, decision, ok in zip(rows, decisions, written, strict=True):
+            if ok:
+                self._written(row.params, decision)
+        return written
 
-    def _apply_grouped(self, rows: Sequence[dict[str, Any]]) -> list[bool]:
-        """One transaction: per row, the compare-and-set update and, when it took, the event."""
+    def _apply_grouped(self, rows: Sequence[_Grouped]) -> list[bool]:
+        """One transaction: the shards' locks, then per row the compare-and-set update and,
+        when it took, the event and its ledger entry."""
         written = []
         with self._write() as cur:
-            for params in rows:
-                cur.execute(self.q["update_item"], params)
+            for shard in _shards(rows):
+                cur.execute(self.q["lock_ledger"], {"shard": shard})
+            for row in rows:
+                cur.execute(self.q["update_item"], row.params)
                 if self._rowcount(cur) != 1:
                     written.append(False)
                     continue
-                self._insert_documents(cur, documents_of(params))
-                cur.execute(self.q["insert_event"], params)
+                self._insert_documents(cur, documents_of(row.params))
+                cur.execute(self.q["insert_event"], row.params)
+                if row.kind is not None:
+                    self._ledger_event(cur, row.kind, row.event)
                 written.append(True)
         return written
 
@@ -257,6 +259,28 @@ class SQLStore(SQLLeases):
     def set_last_discovery(self, automation: str, at: datetime) -> None:
         with self._write() as cur:
             cur.execute(self.q["set_schedule"], {"automation": automation, "at": self._time(at)})
+
+
+@dataclass(frozen=True)
+class _Grouped:
+    """One decision of a group commit: its parameters, its event and whether (and as what)
+    that event goes into the ledger."""
+
+    params: dict[str, Any]
+    event: Event
+    kind: str | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", ledger_kind(self.event))
+
+    @property
+    def shard(self) -> int:
+        return shard_of(str(self.params["id"]))
+
+
+def _shards(rows: Sequence[_Grouped]) -> list[int]:
+    """The ledger shards a group appends to, in the one order every writer locks them in."""
+    return sorted({row.shard for row in rows if row.kind is not None})
 
 
 class _Stale(Exception):

@@ -43,7 +43,8 @@ class SQLChains(SQLDocuments):
         seq: int,
         event_hash: str,
         at: datetime,
-    ) -> None:
+    ) -> tuple[int, str]:
+        """Append an entry after ``last``; the new last entry of the shard, ``(n, hash)``."""
         n = 1 if last is None else int(last[0]) + 1
         prev = "" if last is None else str(last[1])
         e = entry(shard, n, at, kind, item_id, seq, event_hash, prev)
@@ -61,6 +62,7 @@ class SQLChains(SQLDocuments):
                 "hash": e.hash,
             },
         )
+        return e.n, e.hash
 
     def _ledger_event(self, cur: Any, kind: str, event: Event) -> None:
         self._append_ledger(cur, kind, event.item_id, event.seq, event.hash, event.at)

@@ -50,7 +50,7 @@ from ..core.canonical import CanonicalError
 from ..core.decision import Decision
 from ..core.frozen import storage_json
 from ..core.ledger import ledger_kind, shard_of
-from .base import SQLStore, _Stale
+from .base import SQLStore, _Grouped, _shards, _Stale
 from .rows import Row
 
 CHANNEL = "stopline_work"
@@ -209,18 +209,46 @@ class PostgresStore(SQLStore):
         self._written(params, decision)
         return True
 
-    def _apply_grouped(self, rows: Sequence[dict[str, Any]]) -> list[bool]:
-        """One transaction, the statements pipelined: per row the one-statement write of
-        ``apply_decision`` (compare-and-set, then the event only when it took)."""
-        params = [{**row, "ikey": None, "command_digest": None, "decision": None} for row in rows]
+    def _apply_grouped(self, rows: Sequence[_Grouped]) -> list[bool]:
+        """One transaction in two round trips. First, pipelined: the locks of the shards the
+        group appends to (in shard order), the last entry of each (read after its lock), and
+        per row the one-statement write of ``apply_decision`` (compare-and-set, then the event
+        only when it took). Then the ledger entries of the rows written, each made on the last
+        one of its shard, and COMMIT."""
+        params = [
+            {**r.params, "ikey": None, "command_digest": None, "decision": None} for r in rows
+        ]
+        shards = _shards(rows)
         written: list[bool] = []
-        with self._write() as cur:
-            cur.executemany(self.q["apply_decision"], params, returning=True)
-            while True:
-                row = cur.fetchone()
-                written.append(row is not None and int(row["n"]) == 1)
-                if not cur.nextset():
-                    break
+        with self._connection() as conn:
+            lock, lasts, cur = conn.cursor(), conn.cursor(), conn.cursor()
+            with conn.pipeline(), conn.transaction():
+                for shard in shards:
+                    lock.execute(self.q["lock_ledger"], {"shard": shard})
+                if shards:
+                    lasts.execute(self.q["last_ledgers"], {"shards": shards})
+                cur.executemany(self.q["apply_decision"], params, returning=True)
+                while True:
+                    row = cur.fetchone()
+                    written.append(row is not None and int(row["n"]) == 1)
+                    if not cur.nextset():
+                        break
+                last = {}
+                if shards:
+                    last = {int(r["shard"]): (r["n"], r["hash"]) for r in lasts.fetchall()}
+                for grouped, ok in zip(rows, written, strict=True):
+                    if ok and grouped.kind is not None:
+                        shard, event = grouped.shard, grouped.event
+                        last[shard] = self._insert_entry(
+                            lock,
+                            shard,
+                            last.get(shard),
+                            grouped.kind,
+                            event.item_id,
+                            event.seq,
+                            event.hash,
+                            event.at,
+                        )
         return written
 
     @contextmanager

@@ -320,6 +320,14 @@ SELECT pg_advisory_xact_lock(hashtext('stopline.ledger'), CAST(:shard AS integer
 -- name: last_ledger
 SELECT n, hash FROM ledger WHERE shard = :shard ORDER BY n DESC LIMIT 1;
 
+-- name: last_ledgers
+-- The last entry of each shard in :shards (a group commit reads them once their locks are held).
+SELECT s.shard, last.n, last.hash
+FROM unnest(CAST(:shards AS integer[])) AS s(shard)
+JOIN LATERAL (
+    SELECT n, hash FROM ledger WHERE ledger.shard = s.shard ORDER BY n DESC LIMIT 1
+) AS last ON true;
+
 -- name: insert_ledger
 INSERT INTO ledger (shard, n, at, kind, item_id, seq, event_hash, prev_hash, hash)
 VALUES (:shard, :n, :at, :kind, :item_id, :seq, :event_hash, :prev_hash, :hash);
