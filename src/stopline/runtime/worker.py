@@ -59,6 +59,7 @@ from .step import Step, Undecidable
 log = logging.getLogger("stopline.worker")
 
 SWEEP_EVERY = 0.5  # seconds between sweeps of steps no claim may take any more
+RENEW_BEFORE_ACTING = 2 / 3  # share of a lease that must be left to act without renewing it
 REREAD_FOR = 120.0  # seconds a worker keeps trying to read back a commit cut off midway
 
 
@@ -242,14 +243,11 @@ class Worker:
         ``True``: go ahead. ``False``: the item was stopped (the reasons are in its history).
         Raises :class:`LeaseLost` when the lease is gone: nothing may be called or written.
         ``reads``: on a fresh claim outside signed mode, what the claim itself read (the row,
-        its head and that head's upgrade seal, in the claim's transaction)."""
+        its head and that head's upgrade seal, in the claim's transaction). Before acting, a
+        lease the row read shows with less than two thirds of it left is renewed first (a
+        renewal refused: :class:`LeaseLost`), so an acting call starts with at least that."""
         item = holder.current()
         now = self.clock()
-        if authority:
-            lease = self.leases[item.automation]
-            if not self.store.renew(item, now, lease):
-                raise LeaseLost(item.id)
-            holder.renewed(now, lease)
         # one snapshot, one round trip: the row and its head, and before acting its history,
         # its ledger entries and the registry
         if reads is None or authority or self.trust is not None:
@@ -259,6 +257,12 @@ class Worker:
         fresh, head, legacy, registry = reads.item, reads.head, reads.legacy_seal, reads.registry
         if fresh is None or (fresh.version, fresh.lease_token) != (item.version, item.lease_token):
             raise LeaseLost(item.id)  # someone else wrote it: this claim is over
+        if authority:
+            lease = self.leases[item.automation]
+            if renewal_due(fresh, now, lease):
+                if not self.store.renew(fresh, now, lease):
+                    raise LeaseLost(item.id)
+                holder.renewed(now, lease)
         findings = list(registry.findings) if registry is not None else []
         if authority:
             # before acting: the whole history, held against the ledger (a history cut back
@@ -389,6 +393,13 @@ class Worker:
             return decision
         claimed = continue_claim(after, self.id, self.clock(), policy.lease_seconds)
         return decision if claimed is None else replace(decision, after=claimed)
+
+
+def renewal_due(item: Item, now: datetime, lease_seconds: float) -> bool:
+    """Before an acting call: renew the lease first unless the row read just now says at
+    least ``RENEW_BEFORE_ACTING`` of it is left (what a renewal every third of it leaves)."""
+    ends = item.lease_expires_at
+    return ends is None or (ends - now).total_seconds() < lease_seconds * RENEW_BEFORE_ACTING
 
 
 def _log_decision(command: str, item_id: str, status: str, decision: Decision) -> None:
