@@ -117,8 +117,8 @@ class SQLActors(SQLChains):
         Every row the fold reads is read on every call; only the fold itself is skipped when
         those rows are exactly the ones folded last time (their SHA-256 is the cache key), so
         any edit, insertion or deletion is folded and compared again at once. A dialect with
-        a ``registry_text`` query (PostgreSQL) reads them as text in one statement first, and
-        the rows themselves only when that text differs from the text last folded."""
+        a ``registry_text`` query (both have one) reads them as text in one statement first,
+        and the rows themselves only when that text differs from the text last folded."""
         text_query = self.q.get("registry_text")
         check = self._registry_check()
         if check is not None:
@@ -136,7 +136,7 @@ class SQLActors(SQLChains):
             statements.append((text_query, {"id": REGISTRY}))
         found = self._read_all(statements)
         rows = [[dict(r) for r in each] for each in found[: len(REGISTRY_QUERIES)]]
-        key = _key(found[-1][0]) if text_query is not None else _key(rows)
+        key = _key(dict(found[-1][0])) if text_query is not None else _key(rows)
         if cached is not None and cached[0] == key:
             return cached[1].copy()
         registry = self._fold_registry(*rows)
@@ -155,7 +155,7 @@ class SQLActors(SQLChains):
         """The registry folded last, if ``rows`` (what :meth:`_registry_check` read) say its
         rows are still exactly those; else ``None``: read it whole (:meth:`registry`)."""
         cached = self._registry_cache
-        if cached is not None and rows and _key(rows[0]) == cached[0]:
+        if cached is not None and rows and _key(dict(rows[0])) == cached[0]:
             return cached[1].copy()
         return None
 

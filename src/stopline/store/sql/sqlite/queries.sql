@@ -306,3 +306,23 @@ SELECT id, data FROM items WHERE instr(data, '"$doc"') > 0;
 
 -- name: set_item_data
 UPDATE items SET data = :data WHERE id = :id;
+
+-- name: registry_text
+-- What the registry is folded from, in one statement (so in one snapshot): each query's rows in
+-- their order as one JSON array of rows, each row the SQL literal of every column it reads
+-- (quote(): a number, a string and a blob never write alike). Different rows never give the
+-- same text, so text equal to that of the rows last folded means the same rows, and the worker
+-- keeps that fold (actors.py, ``registry``). A column the fold reads must be listed here: a
+-- test edits each one behind the store's back and wants the next read to see it.
+SELECT
+    (SELECT json_group_array(json_array(quote(id), quote(at), quote(actor), quote(change),
+        quote(detail), quote(prev_hash), quote(hash))) FROM ({{list_actor_events}})) AS actor_events,
+    (SELECT json_group_array(json_array(quote(name), quote(roles), quote(active),
+        quote(created_at), quote(updated_at))) FROM ({{list_actors}})) AS actors,
+    (SELECT json_group_array(json_array(quote(hash), quote(actor), quote(revoked_at)))
+        FROM ({{list_tokens}})) AS tokens,
+    (SELECT json_group_array(json_array(quote(name), quote(policy), quote(version)))
+        FROM ({{list_automations}})) AS automations,
+    (SELECT json_group_array(json_array(quote(shard), quote(n), quote(at), quote(kind),
+        quote(item_id), quote(seq), quote(event_hash), quote(prev_hash), quote(hash),
+        quote(before_hash))) FROM ({{item_ledger}})) AS ledger;
