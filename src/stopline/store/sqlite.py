@@ -52,6 +52,7 @@ class SQLiteStore(SQLStore):
         self._local = threading.local()
         self._busy_timeout_ms = busy_timeout_ms
         self._turn = turn_key(path)
+        self._reads = threading.Lock()  # this store's threads read one snapshot at a time
 
     @property
     def _conn(self) -> sqlite3.Connection:
@@ -123,17 +124,20 @@ class SQLiteStore(SQLStore):
 
     def _read_all(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[Any]]:
         """The statements in one read transaction, so one snapshot: a change committed
-        meanwhile is seen whole or not at all (each connection is its thread's own)."""
+        meanwhile is seen whole or not at all (each connection is its thread's own). The
+        threads of one store take turns: each statement lets the interpreter lock go, and
+        fifty threads reading at once spent more on handing it over than on reading."""
         if len(statements) == 1:  # one statement reads one snapshot of its own
             return super()._read_all(statements)
         conn = self._conn
         if conn.in_transaction:  # inside a write: already one snapshot
             return super()._read_all(statements)
-        conn.execute("BEGIN")
-        try:
-            return super()._read_all(statements)
-        finally:
-            conn.execute("ROLLBACK")  # nothing was written
+        with self._reads:
+            conn.execute("BEGIN")
+            try:
+                return super()._read_all(statements)
+            finally:
+                conn.execute("ROLLBACK")  # nothing was written
 
     def schema_version(self) -> int:
         conn = self._conn
