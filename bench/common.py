@@ -224,3 +224,9 @@ def short_error(exc: BaseException) -> str:
     """First line of an error, for the table; the full text goes into the JSON."""
     text = str(exc).strip().splitlines()
     return (text[0] if text else type(exc).__name__)[:160]
+
+
+def completed(store: Any, state: str) -> int:
+    """How many items are in ``state`` (one aggregate: an idle worker waiting for the others
+    to finish reads a count, not every item)."""
+    return sum(int(r["count"]) for r in store.count_by_state() if r["state"] == state)
