@@ -114,7 +114,13 @@ def storage_json(value: Any) -> str:
 
 def load_frozen(text: str | bytes) -> Any:
     """Parse stored JSON into read-only mappings (arrays stay lists: they are never shared)."""
-    return json.loads(text, object_hook=FrozenDict)
+    if isinstance(text, str):
+        return _FROZEN_JSON.decode(text)
+    return json.loads(text, object_hook=FrozenDict)  # bytes: json finds their encoding
+
+
+# one decoder for every load (json.loads with an object_hook builds a new one per call)
+_FROZEN_JSON = json.JSONDecoder(object_hook=FrozenDict)
 
 
 class KeptByValue:
