@@ -15,7 +15,8 @@ import pytest
 from helpers import T0, decide_at, discover
 from stopline.core.commands import Failure, NeedsEyes
 from stopline.store import open_store, raw
-from stopline.store.postgres import CHANNEL, PostgresStore
+from stopline.store.pg_wakeups import CHANNEL
+from stopline.store.postgres import PostgresStore
 from stopline.store.queries import migrations
 
 S = timedelta(seconds=1)

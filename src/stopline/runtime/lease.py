@@ -24,6 +24,8 @@ from ..store.errors import connection_errors
 
 log = logging.getLogger("stopline.worker")
 
+RENEW_BEFORE_ACTING = 2 / 3  # share of a lease that must be left to act without renewing it
+
 
 class LeaseLost(Exception):
     """The worker's lease is gone; it must stop this step and write nothing more."""
@@ -172,3 +174,10 @@ class Renewer:
 
 def _monotonic() -> float:
     return time.monotonic()
+
+
+def renewal_due(item: Item, now: datetime, lease_seconds: float) -> bool:
+    """Before an acting call: renew the lease first unless the row read just now says at
+    least ``RENEW_BEFORE_ACTING`` of it is left (what a renewal every third of it leaves)."""
+    ends = item.lease_expires_at
+    return ends is None or (ends - now).total_seconds() < lease_seconds * RENEW_BEFORE_ACTING

@@ -9,9 +9,8 @@ event loop) with a time limit (``hooks.py``), so no hook can take the worker dow
 
 With ``concurrency`` or ``batch`` above 1, one worker runs several items at once
 (``slots.py``): it claims up to ``batch`` items in one statement, runs each on a step thread
-while one thread renews every lease in flight, and writes the applied decisions in groups of
-up to ``batch`` per transaction (``group_commit.py``), each on its own compare-and-set.
-"""
+while one thread renews every lease in flight, and writes the applied decisions in groups
+(``group_commit.py``), each on its own compare-and-set."""
 
 from __future__ import annotations
 
@@ -52,14 +51,13 @@ from .crash_points import CrashPoints
 from .group_commit import GroupCommitter
 from .heartbeat import Heartbeat, observe_step
 from .hooks import HookRunner, describe
-from .lease import LeaseHolder, LeaseLost, Renewer, renewing
+from .lease import LeaseHolder, LeaseLost, Renewer, renewal_due, renewing
 from .slots import Slots
 from .step import Step, Undecidable
 
 log = logging.getLogger("stopline.worker")
 
 SWEEP_EVERY = 0.5  # seconds between sweeps of steps no claim may take any more
-RENEW_BEFORE_ACTING = 2 / 3  # share of a lease that must be left to act without renewing it
 REREAD_FOR = 120.0  # seconds a worker keeps trying to read back a commit cut off midway
 
 
@@ -243,13 +241,11 @@ class Worker:
         ``True``: go ahead. ``False``: the item was stopped (the reasons are in its history).
         Raises :class:`LeaseLost` when the lease is gone: nothing may be called or written.
         ``reads``: on a fresh claim outside signed mode, what the claim itself read (the row,
-        its head and that head's upgrade seal, in the claim's transaction). Before acting, a
-        lease the row read shows with less than two thirds of it left is renewed first (a
-        renewal refused: :class:`LeaseLost`), so an acting call starts with at least that."""
+        its head and its upgrade seal). Before acting, a lease the row shows with less than
+        two thirds left is renewed first (refused: :class:`LeaseLost`)."""
         item = holder.current()
         now = self.clock()
-        # one snapshot, one round trip: the row and its head, and before acting its history,
-        # its ledger entries and the registry
+        # one snapshot: the row and its head; before acting its history, ledger and registry
         if reads is None or authority or self.trust is not None:
             reads = self.store.guard_reads(
                 item.id, history=authority, registry=authority or self.trust is not None
@@ -393,13 +389,6 @@ class Worker:
             return decision
         claimed = continue_claim(after, self.id, self.clock(), policy.lease_seconds)
         return decision if claimed is None else replace(decision, after=claimed)
-
-
-def renewal_due(item: Item, now: datetime, lease_seconds: float) -> bool:
-    """Before an acting call: renew the lease first unless the row read just now says at
-    least ``RENEW_BEFORE_ACTING`` of it is left (what a renewal every third of it leaves)."""
-    ends = item.lease_expires_at
-    return ends is None or (ends - now).total_seconds() < lease_seconds * RENEW_BEFORE_ACTING
 
 
 def _log_decision(command: str, item_id: str, status: str, decision: Decision) -> None:

@@ -19,11 +19,7 @@ before ``COMMIT`` was sent is known to have written nothing, and the store canno
 the caller's statements stopped; a commit whose outcome is unknown must never be replayed
 blindly. The caller re-reads the item and decides again, and the version guard makes that safe.
 
-Waking workers. A trigger (``items_notify_work``) sends ``NOTIFY stopline_work`` inside the
-writing transaction whenever an item enters a work state or gets a new due time, so the
-notification is delivered exactly when the write commits. :meth:`PostgresStore.wait_for_work`
-listens on a dedicated connection, kept open between calls so that nothing sent between two
-waits is lost.
+Waking workers: ``LISTEN``/``NOTIFY`` on a connection of its own (``pg_wakeups.py``).
 
 Migrations run one by one, each in a transaction holding ``pg_advisory_xact_lock``: two hosts
 starting at once apply each migration exactly once, the second one waiting for the first.
@@ -36,7 +32,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -51,9 +47,9 @@ from ..core.decision import Decision
 from ..core.frozen import storage_json
 from ..core.ledger import ledger_kind, shard_of
 from .base import SQLStore, _Grouped, _shards, _Stale
+from .pg_wakeups import PgWakeups
 from .rows import Row
 
-CHANNEL = "stopline_work"
 MIGRATION_LOCK = "stopline.migrate"  # hashed into the advisory lock key
 CHECK_IDLE = 1.0  # seconds: a pooled connection idle longer than this is checked before use
 
@@ -81,7 +77,7 @@ def _json_as_text(conn: psycopg.Connection[Any]) -> None:
     conn.adapters.register_loader("json", TextLoader)
 
 
-class PostgresStore(SQLStore):
+class PostgresStore(PgWakeups, SQLStore):
     dialect = "postgres"
     pyformat = True
     # A deadlock (two writes inserting the same new documents in another order) rolled back
@@ -335,61 +331,6 @@ class PostgresStore(SQLStore):
                 "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (version, name)
             )
         return True
-
-    # --- waking workers ------------------------------------------------------------------------
-
-    def wait_for_work(self, timeout: float) -> None:
-        """Block until a ``stopline_work`` notification or ``timeout`` seconds.
-
-        Notifications queued since the last call return at once (and are drained together).
-        Returning early is always safe: the caller then simply tries to claim. If the listening
-        connection broke, it is reopened and the call returns at once (a notification may have
-        been missed); if it cannot be reopened, the call sleeps out its timeout.
-        """
-        deadline = time.monotonic() + max(0.0, timeout)
-        if not self._listen_lock.acquire(timeout=max(0.0, timeout)):
-            return  # the time ran out while another thread of this store was waiting
-        try:
-            try:
-                conn = self._listener()
-                remaining = max(0.0, deadline - time.monotonic())
-                for _ in conn.notifies(timeout=remaining, stop_after=1):
-                    pass
-                for _ in conn.notifies(timeout=0):
-                    pass
-                return
-            except psycopg.OperationalError:
-                self._drop_listener()
-            try:
-                self._listener()
-                return
-            except psycopg.OperationalError:
-                self._drop_listener()
-        finally:
-            self._listen_lock.release()
-        time.sleep(max(0.0, deadline - time.monotonic()))
-
-    @property
-    def listening(self) -> psycopg.Connection[Any] | None:
-        """The session that listens for new work (None before the first wait): read only, for
-        the tests that read its notifications or kill it."""
-        return self._listen_conn
-
-    def _listener(self) -> psycopg.Connection[Any]:
-        """The listening connection (opened on first use; the caller holds the lock)."""
-        if self._listen_conn is None or self._listen_conn.closed:
-            conn = psycopg.connect(
-                self.url, autocommit=True, connect_timeout=max(2, int(self.timeout))
-            )
-            conn.execute("LISTEN " + CHANNEL)
-            self._listen_conn = conn
-        return self._listen_conn
-
-    def _drop_listener(self) -> None:
-        if self._listen_conn is not None:
-            with suppress(psycopg.Error):
-                self._listen_conn.close()
-            self._listen_conn = None
 
 
 def _readable(conn: psycopg.Connection[Any]) -> bool:
