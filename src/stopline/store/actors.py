@@ -36,6 +36,13 @@ REGISTRY_QUERIES = (
 )
 
 
+# the parameters of registry_text (its ledger part names the registry as ``id`` on SQLite,
+# as ``registry`` on PostgreSQL, where it shares a statement with an item's reads)
+REGISTRY_PARAMS = {"id": REGISTRY, "registry": REGISTRY}
+# its columns, in order (the text of the rows last folded is the key of that fold)
+REGISTRY_TEXT_COLUMNS = ("actor_events", "actors", "tokens", "automations", "ledger")
+
+
 class SQLActors(SQLChains):
     """The registry's tables and their chain."""
 
@@ -133,7 +140,7 @@ class SQLActors(SQLChains):
             for name in REGISTRY_QUERIES
         ]
         if text_query is not None:  # the text of the rows, read in the rows' own snapshot
-            statements.append((text_query, {"id": REGISTRY}))
+            statements.append((text_query, REGISTRY_PARAMS))
         found = self._read_all(statements)
         rows = [[dict(r) for r in each] for each in found[: len(REGISTRY_QUERIES)]]
         key = _key(dict(found[-1][0])) if text_query is not None else _key(rows)
@@ -149,7 +156,7 @@ class SQLActors(SQLChains):
         text_query = self.q.get("registry_text")
         if text_query is None or self._registry_cache is None:
             return None
-        return text_query, {"id": REGISTRY}
+        return text_query, REGISTRY_PARAMS
 
     def _registry_if_unchanged(self, rows: Sequence[Any]) -> Registry | None:
         """The registry folded last, if ``rows`` (what :meth:`_registry_check` read) say its

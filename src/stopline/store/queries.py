@@ -3,7 +3,8 @@
 A query file ``<file>.sql`` may exist in ``sql/common/`` (the statements that read the same in
 both dialects, written once) and in ``sql/<dialect>/`` (those that differ). A name defined in
 both is an error: every statement has exactly one source. ``{{name}}`` in a query stands for the
-text of query ``name`` of the same file set (a fragment two queries share).
+text of query ``name`` of the same file set (a fragment two queries share; a fragment may
+hold fragments).
 """
 
 from __future__ import annotations
@@ -48,7 +49,14 @@ def load(dialect: str, pyformat: bool = False, file: str = "queries") -> dict[st
         found.update(queries)
     if not found:
         raise StoreError(f"no queries named {file!r} for the {dialect} store")
-    return {name: _FRAGMENT.sub(lambda m: found[m.group(1)], sql) for name, sql in found.items()}
+    return {name: _expand(sql, found) for name, sql in found.items()}
+
+
+def _expand(sql: str, found: dict[str, str], depth: int = 0) -> str:
+    """``sql`` with every ``{{name}}`` replaced by query ``name``, itself expanded."""
+    if depth > 5:
+        raise StoreError("query fragments nest too deep (a fragment that names itself?)")
+    return _FRAGMENT.sub(lambda m: _expand(found[m.group(1)], found, depth + 1), sql)
 
 
 def migrations(dialect: str) -> list[tuple[int, str, str]]:

@@ -357,6 +357,30 @@ SELECT hash FROM tokens WHERE actor = :actor AND revoked_at IS NULL ORDER BY has
 -- name: list_automations
 SELECT name, policy, version FROM automations ORDER BY name;
 
+-- name: registry_ledger
+-- item_ledger of the registry's own entries (:registry), so that registry_text can share a
+-- statement with an item's reads (guard_snapshot).
+SELECT l.*, p.hash AS before_hash FROM ledger l
+LEFT JOIN ledger p ON p.shard = l.shard AND p.n = l.n - 1
+WHERE l.item_id = :registry ORDER BY l.shard, l.n;
+
+-- name: guard_snapshot
+-- What the check before an acting call reads, as ONE statement (so one snapshot, and no
+-- transaction to open and close): the row, its last event and that event's upgrade seal
+-- (current_item), the item's history and its ledger entries, each as one JSON array (each
+-- json column as its stored text, times in ISO form), and the registry's text
+-- (registry_text). No row: no such item.
+SELECT c.*,
+    (SELECT json_agg(json_build_object(
+        'item_id', e.item_id, 'seq', e.seq, 'at', e.at, 'command', e.command,
+        'actor', e.actor, 'from_state', e.from_state, 'to_state', e.to_state,
+        'reasons', e.reasons::text, 'digests', e.digests::text, 'detail', e.detail::text,
+        'prev_hash', e.prev_hash, 'hash', e.hash) ORDER BY e.seq)::text
+     FROM events e WHERE e.item_id = :id) AS history_json,
+    (SELECT json_agg(l)::text FROM ({{item_ledger}}) l) AS ledger_json,
+    r.*
+FROM ({{current_item}}) c, ({{registry_text}}) r;
+
 -- name: registry_text
 -- What the registry is folded from, in one statement (so in one snapshot): each query's rows
 -- in their order as one JSON array (ISO times whatever the session's DateStyle; a json column
@@ -367,7 +391,7 @@ SELECT
     (SELECT json_agg(r)::text FROM ({{list_actors}}) r) AS actors,
     (SELECT json_agg(r)::text FROM ({{list_tokens}}) r) AS tokens,
     (SELECT json_agg(r)::text FROM ({{list_automations}}) r) AS automations,
-    (SELECT json_agg(r)::text FROM ({{item_ledger}}) r) AS ledger;
+    (SELECT json_agg(r)::text FROM ({{registry_ledger}}) r) AS ledger;
 
 -- name: list_idempotency
 SELECT key, command_digest, item_id, decision FROM idempotency ORDER BY key;
