@@ -253,14 +253,13 @@ class Worker:
         fresh, head, legacy, registry = reads.item, reads.head, reads.legacy_seal, reads.registry
         if fresh is None or (fresh.version, fresh.lease_token) != (item.version, item.lease_token):
             raise LeaseLost(item.id)  # someone else wrote it: this claim is over
+        findings = list(registry.findings) if registry is not None else []
         if authority:
             lease = self.leases[item.automation]
             if renewal_due(fresh, now, lease):
                 if not self.store.renew(fresh, now, lease):
                     raise LeaseLost(item.id)
                 holder.renewed(now, lease)
-        findings = list(registry.findings) if registry is not None else []
-        if authority:
             # before acting: the whole history, held against the ledger (a history cut back
             # to before an action, or rewritten and re-hashed, is never acted on)
             findings += verify_item(fresh, reads.history)

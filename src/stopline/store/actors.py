@@ -143,7 +143,7 @@ class SQLActors(SQLChains):
             statements.append((text_query, REGISTRY_PARAMS))
         found = self._read_all(statements)
         rows = [[dict(r) for r in each] for each in found[: len(REGISTRY_QUERIES)]]
-        key = _key(dict(found[-1][0])) if text_query is not None else _key(rows)
+        key = _text_key(found[-1][0]) if text_query is not None else _key(rows)
         if cached is not None and cached[0] == key:
             return cached[1].copy()
         registry = self._fold_registry(*rows)
@@ -162,7 +162,7 @@ class SQLActors(SQLChains):
         """The registry folded last, if ``rows`` (what :meth:`_registry_check` read) say its
         rows are still exactly those; else ``None``: read it whole (:meth:`registry`)."""
         cached = self._registry_cache
-        if cached is not None and rows and _key(dict(rows[0])) == cached[0]:
+        if cached is not None and rows and _text_key(rows[0]) == cached[0]:
             return cached[1].copy()
         return None
 
@@ -235,6 +235,12 @@ class SQLActors(SQLChains):
                 return
             cur.execute(self.q["revoke_tokens"], {"actor": actor, "at": self._time(now)})
             self._append_registry(cur, actor, TOKEN_REVOKE, {"tokens": hashes}, now)
+
+
+def _text_key(row: Mapping[str, Any]) -> bytes:
+    """The cache key of the rows a ``registry_text`` row is the text of (whatever else the
+    statement that read it returned beside it)."""
+    return _key(tuple(row[name] for name in REGISTRY_TEXT_COLUMNS))
 
 
 def _key(rows: Any) -> bytes:

@@ -47,7 +47,7 @@ from ..core.canonical import CanonicalError
 from ..core.decision import Decision
 from ..core.frozen import storage_json
 from ..core.ledger import ledger_kind, shard_of
-from .actors import REGISTRY_PARAMS, REGISTRY_TEXT_COLUMNS
+from .actors import REGISTRY_PARAMS
 from .base import SQLStore, _Grouped, _shards, _Stale
 from .pg_wakeups import PgWakeups
 from .protocol import GuardReads
@@ -229,8 +229,7 @@ class PostgresStore(PgWakeups, SQLStore):
             (self._ledger_entry(entry), entry["before_hash"])
             for entry in json.loads(row["ledger_json"] or "[]")
         ]
-        text = {name: row[name] for name in REGISTRY_TEXT_COLUMNS}
-        known = self._registry_if_unchanged([text])
+        known = self._registry_if_unchanged([row])
         return GuardReads(
             item,
             head,
