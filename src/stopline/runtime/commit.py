@@ -14,6 +14,8 @@ decide with ``decide()`` and then call :func:`commit`, which says what happened:
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,6 +23,10 @@ from enum import StrEnum
 
 from ..core.decision import Decision, Outcome
 from ..store import Store
+
+log = logging.getLogger("stopline.worker")
+
+REREAD_FOR = 120.0  # seconds a worker keeps trying to read back a commit cut off midway
 
 
 class Committed(StrEnum):
@@ -67,3 +73,43 @@ def commit(
     if written is None:
         return Commit(Committed.CUT_OFF, decision)
     return Commit(Committed.APPLIED if written else Committed.LOST, decision)
+
+
+def reading_back(
+    store: Store,
+    write: Callable[[Decision], bool],
+    unavailable: tuple[type[BaseException], ...],
+    decision: Decision,
+) -> bool | None:
+    """``write(decision)`` (the store's apply, or a group's). If the database goes away before
+    the outcome of the commit is known, read the item back once it answers again: ``True``
+    when this decision's event is its head (the commit went through), ``None`` when the item
+    is as it was (nothing was written), ``False`` when another write came first."""
+    try:
+        return write(decision)
+    except unavailable as exc:
+        log.warning("database lost committing %s (%s); reading it back", decision.item_id, exc)
+    assert decision.before is not None and decision.event is not None
+    deadline = time.monotonic() + REREAD_FOR
+    while True:
+        try:
+            fresh = store.get(decision.before.id)
+            break
+        except unavailable:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    if fresh is not None and fresh.head == decision.event.hash:
+        return True
+    if fresh is not None and fresh.version == decision.before.version:
+        return None
+    return False
+
+
+def log_decision(command: str, item_id: str, status: str, decision: Decision) -> None:
+    """One line per decision a worker committed (``decision``: applied, refused, ...)."""
+    state = None if decision.state is None else decision.state.value
+    why = ", ".join(decision.reasons) or state or "-"
+    log.info(
+        "%s %s on %s: %s", command, status, item_id, why, extra={"decision": status, "state": state}
+    )

@@ -34,6 +34,7 @@ from ..core.failures import HOOK_TIMEOUT, INVALID_OUTPUT
 from ..core.limits import truncate_traceback
 from . import hook_output, tracing
 from .automation import Automation, HookContext
+from .watchdog import Abandoned, Watchdog
 
 log = logging.getLogger("stopline.worker")
 MAX_MESSAGE = 500
@@ -128,19 +129,32 @@ def call_blocking(function: Callable[..., Any], *args: Any) -> Any:
 class HookRunner:
     """Runs one plain hook at a time on a daemon thread the worker can stop waiting for. After
     a timeout the thread is left to finish (or hang) alone, and the next hook gets a new one.
-    An ``async`` hook runs on the event loop instead, and is cancelled on a timeout."""
+    An ``async`` hook runs on the event loop instead, and is cancelled on a timeout.
 
-    def __init__(self) -> None:
+    With a ``watchdog`` (a step thread of a worker that runs several items at once), a plain
+    hook given an ``on_timeout`` runs in place, on the calling thread, and the watchdog keeps
+    its time (``watchdog.py``)."""
+
+    def __init__(self, watchdog: Watchdog | None = None) -> None:
         self._inbox: queue.SimpleQueue[_Call | None] | None = None
+        self.watchdog = watchdog
         self.abandoned = 0  # threads left behind by a timeout
 
     def run(
-        self, function: Callable[..., Any], args: tuple[Any, ...], timeout: float
+        self,
+        function: Callable[..., Any],
+        args: tuple[Any, ...],
+        timeout: float,
+        on_timeout: Callable[[], None] | None = None,
     ) -> tuple[Any, BaseException | None]:
         """``(result, None)`` or ``(None, the exception raised)``; :class:`HookTimeout` when
-        ``function`` has not returned after ``timeout`` seconds."""
+        ``function`` has not returned after ``timeout`` seconds. Called in place (a watchdog
+        and an ``on_timeout``), a call past its time has ``on_timeout`` run on the
+        watchdog's thread instead, and raises :class:`Abandoned` here once it returns."""
         if is_async(function):
             return self._run_async(function, args, timeout)
+        if self.watchdog is not None and on_timeout is not None:
+            return self._run_in_place(self.watchdog, function, args, timeout, on_timeout)
         inbox = self._inbox
         if inbox is None:
             inbox = self._inbox = queue.SimpleQueue()
@@ -155,6 +169,26 @@ class HookRunner:
             self.abandoned += 1
             raise HookTimeout
         return call.result, call.error
+
+    @staticmethod
+    def _run_in_place(
+        watchdog: Watchdog,
+        function: Callable[..., Any],
+        args: tuple[Any, ...],
+        timeout: float,
+        on_timeout: Callable[[], None],
+    ) -> tuple[Any, BaseException | None]:
+        watched = watchdog.watch(timeout, on_timeout)
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            result = function(*args)
+        except BaseException as raised:  # a hook's SystemExit is its failure, not the worker's
+            error = raised
+        if not watchdog.finish(watched):
+            del result, error  # an abandoned hook's answer is never looked at
+            raise Abandoned
+        return result, error
 
     def _run_async(
         self, function: Callable[..., Any], args: tuple[Any, ...], timeout: float
@@ -193,16 +227,19 @@ def call_hook(
     hook: Callable[..., Any],
     context: HookContext,
     *args: Any,
+    on_timeout: Callable[[HookFailed], None] | None = None,
 ) -> Any:
-    """Run ``hook``; its output, or :class:`HookFailed` for anything it raised or caused."""
+    """Run ``hook``; its output, or :class:`HookFailed` for anything it raised or caused.
+    With ``on_timeout`` (see :class:`HookRunner`), a plain hook past its time has
+    ``on_timeout(the timeout's HookFailed)`` go on with the step elsewhere, and this call
+    raises :class:`Abandoned` when the hook returns."""
     limit = automation.hook_timeout
+    late = None if on_timeout is None else lambda: on_timeout(timed_out(automation, name))
     try:
         with tracing.span("stopline.hook", hook=name, automation=automation.name):
-            output, error = runner.run(hook, (context, *args), limit)
+            output, error = runner.run(hook, (context, *args), limit, late)
     except HookTimeout:
-        log.error("the %s hook of %s ran past %g s; abandoned", name, automation.name, limit)
-        why = f"the {name} hook ran past its hook_timeout of {limit:g} s and was abandoned"
-        return HookFailed(HOOK_TIMEOUT, why)
+        return timed_out(automation, name)
     if error is not None:
         return classify(error, automation, name)
     found = hook_output.problems(name, output)
@@ -210,6 +247,14 @@ def call_hook(
         why = f"the {name} hook's output was not recorded: " + "; ".join(found[:3])
         return HookFailed(INVALID_OUTPUT, safe_text(why))
     return output
+
+
+def timed_out(automation: Automation, name: str) -> HookFailed:
+    """The failure of a hook that ran past its time, logged as it is recorded."""
+    limit = automation.hook_timeout
+    log.error("the %s hook of %s ran past %g s; abandoned", name, automation.name, limit)
+    why = f"the {name} hook ran past its hook_timeout of {limit:g} s and was abandoned"
+    return HookFailed(HOOK_TIMEOUT, why)
 
 
 def classify(error: BaseException, automation: Automation, hook: str) -> HookFailed:

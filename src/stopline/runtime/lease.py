@@ -56,6 +56,14 @@ class LeaseHolder:
             self.item = item
             self._expires = item.lease_expires_at
 
+    def handed_over(self) -> LeaseHolder:
+        """A holder of the same claim for the thread that takes a step over (``watchdog.py``):
+        the same item and the latest lease end renewed; no check before acting carried over."""
+        with self._lock:
+            taken = LeaseHolder(self.item)
+            taken._expires = self._expires
+        return taken
+
     def renewed(self, now: datetime, seconds: float) -> None:
         with self._lock:
             self._expires = now + timedelta(seconds=seconds)

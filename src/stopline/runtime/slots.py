@@ -1,22 +1,30 @@
 """The steps a worker process runs at once (``--concurrency``, ``--batch``).
 
-:class:`Slots` runs each claimed item's steps (``Worker.process``) on a thread of a pool of
-``size`` threads: a plain hook waits on its step's thread, an ``async`` hook on the process's
-event loop (``hooks.py``). It counts what is in flight, per automation too, so that the
-worker claims only what it has room for: never more than ``size`` items, nor more of one
-automation than its ``concurrency``. What a step thread raised (a database that went away,
-say) is raised again in the worker's loop, where the reconnect rules apply.
+:class:`Slots` runs each claimed item's steps (``Worker.process``) on one of ``size`` step
+threads: a plain hook runs in place on its step's thread, timed by the slots' watchdog
+(``watchdog.py``), an ``async`` hook on the process's event loop (``hooks.py``). It counts what
+is in flight, per automation too, so that the worker claims only what it has room for: never
+more than ``size`` items, nor more of one automation than its ``concurrency``. What a step
+thread raised (a database that went away, say) is raised again in the worker's loop, where
+the reconnect rules apply.
+
+A step whose hook ran past its time is taken over by a new thread (:meth:`Slots.take_over`),
+which then serves in place of the one its hook still holds: the item keeps its one slot, and
+the slots keep ``size`` threads that can run a step.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..core.records import Item
+from .watchdog import Abandoned, Watchdog
+
+Task = tuple[Item, Callable[[], object]]
 
 
 class Slots:
@@ -25,8 +33,11 @@ class Slots:
     ) -> None:
         self.size = size
         self.limits = dict(limits)
+        self.watchdog = Watchdog()
         self._run = run
-        self._pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="stopline-step")
+        self._inbox: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
+        self._threads = 0  # step threads serving the inbox (a thread held by a hook included)
+        self._closed = False
         self._cond = threading.Condition()
         self._flying: Counter[str] = Counter()
         self._errors: list[BaseException] = []
@@ -53,19 +64,48 @@ class Slots:
     def start(self, item: Item, *args: Any) -> None:
         """Run ``run(item, *args)`` on a step thread."""
         with self._cond:
+            if self._closed:
+                raise RuntimeError("the slots take no more steps")
             self._flying[item.automation] += 1
-        self._pool.submit(self._step, item, *args)
+            grow = self._threads < self.size
+            self._threads += grow
+        self._inbox.put((item, lambda: self._run(item, *args)))
+        if grow:
+            self._spawn(None)
 
-    def _step(self, item: Item, *args: Any) -> None:
+    def take_over(self, item: Item, work: Callable[[], object]) -> None:
+        """Go on with ``item``'s step, already in flight, by ``work`` on a new step thread
+        (its own thread is held by a hook past its time, and ends when that returns)."""
+        with self._cond:
+            self._threads += 1
+        self._spawn((item, work))
+
+    def _spawn(self, first: Task | None) -> None:
+        thread = threading.Thread(target=self._serve, args=(first,), daemon=True)
+        thread.name = "stopline-step"
+        thread.start()
+
+    def _serve(self, first: Task | None) -> None:
+        task = first if first is not None else self._inbox.get()
+        while task is not None and self._step(*task):
+            task = self._inbox.get()
+
+    def _step(self, item: Item, work: Callable[[], object]) -> bool:
+        """Run one step; ``False`` when its hook was abandoned (another thread took the step
+        and its slot over, and this thread ends)."""
         try:
-            self._run(item, *args)
+            work()
+        except Abandoned:
+            with self._cond:
+                self._threads -= 1
+            return False
         except BaseException as error:  # raised again in the worker's loop
             with self._cond:
                 self._errors.append(error)
-        finally:
-            with self._cond:
-                self._flying[item.automation] -= 1
-                self._cond.notify_all()
+        with self._cond:
+            self._flying[item.automation] -= 1
+            self._cond.notify_all()
+        return True
 
     def raise_failure(self) -> None:
         """Raise what a step thread raised since the last call (the first of them)."""
@@ -81,5 +121,12 @@ class Slots:
                 self._cond.wait(timeout)
 
     def drain(self) -> None:
-        """Wait for every step in flight to end; the pool takes none after this."""
-        self._pool.shutdown(wait=True)
+        """Wait for every step in flight to end (a step taken over from a hook past its time
+        included, not the hook itself); the slots take none after this."""
+        with self._cond:
+            self._closed = True
+            while sum(self._flying.values()):
+                self._cond.wait()
+            threads = self._threads
+        for _ in range(threads):
+            self._inbox.put(None)

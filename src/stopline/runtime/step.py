@@ -20,7 +20,7 @@ from ..core.records import Item
 from ..core.states import State
 from . import delivery_driver
 from .automation import Automation, HookContext
-from .hooks import call_hook, describe, safe_text
+from .hooks import HookFailed, call_hook, describe, safe_text
 from .lease import LeaseHolder, LeaseLost
 from .outcome_table import Signature, command_for, failure
 
@@ -68,8 +68,10 @@ class Step:
 
     def call(self, name: str, hook: Callable[..., Any], *args: Any) -> Any:
         """Run a hook: its outcome, or a ``HookFailed`` for anything it raised or caused."""
+        runner = self.worker.hook_runner()
+        late = self.worker.hand_over(self.holder)
         return call_hook(
-            self.worker.hook_runner(), self.automation, name, hook, self.context(), *args
+            runner, self.automation, name, hook, self.context(), *args, on_timeout=late
         )
 
     def commit(self, command: Command) -> Decision:
@@ -86,6 +88,10 @@ class Step:
         """Record a failure of this step; what it does is the core's rule for its class."""
         text = safe_text(message)
         return self.commit(failure(failure_class, text, self.signature(), retryable=retryable))
+
+    def record(self, failed: HookFailed) -> Decision:
+        """Record a hook's failure as the step that called it does (taken over: ``watchdog.py``)."""
+        return self.fail(failed.failure_class, failed.message, failed.retryable)
 
     def commit_outcome(self, hook: str, outcome: Any) -> Decision:
         """Commit what ``hook`` returned, through the outcome table."""

@@ -4,13 +4,14 @@
 automation's item with that automation's own lease), and runs it (``step.py``, with the
 delivery and revision driver in ``delivery_driver.py``) while a thread renews the lease
 (``lease.py``). Every write goes through :meth:`Worker.commit`: ``decide()``, then the one
-commit path (``commit.py``). Hooks run on a thread of their own (an ``async`` hook on the
-event loop) with a time limit (``hooks.py``), so no hook can take the worker down.
+commit path (``commit.py``). Hooks run with a time limit, a plain hook on a thread of its own
+and an ``async`` hook on the event loop (``hooks.py``), so no hook can take the worker down.
 
 With ``concurrency`` or ``batch`` above 1, one worker runs several items at once
 (``slots.py``): it claims up to ``batch`` items in one statement, runs each on a step thread
-while one thread renews every lease in flight, and writes the applied decisions in groups
-(``group_commit.py``), each on its own compare-and-set."""
+(its plain hooks in place, timed by a watchdog: ``watchdog.py``) while one thread renews every
+lease in flight, and writes the applied decisions in groups (``group_commit.py``), each on its
+own compare-and-set."""
 
 from __future__ import annotations
 
@@ -19,11 +20,11 @@ import os
 import random
 import socket
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from .. import logs
@@ -46,11 +47,11 @@ from ..trust.checks import signature_findings
 from . import tracing
 from .automation import App
 from .claiming import claim_due
-from .commit import Committed, commit
+from .commit import Committed, commit, log_decision, reading_back
 from .crash_points import CrashPoints
 from .group_commit import GroupCommitter
 from .heartbeat import Heartbeat, observe_step
-from .hooks import HookRunner, describe
+from .hooks import HookFailed, HookRunner, describe
 from .lease import LeaseHolder, LeaseLost, Renewer, renewal_due, renewing
 from .slots import Slots
 from .step import Step, Undecidable
@@ -58,7 +59,6 @@ from .step import Step, Undecidable
 log = logging.getLogger("stopline.worker")
 
 SWEEP_EVERY = 0.5  # seconds between sweeps of steps no claim may take any more
-REREAD_FOR = 120.0  # seconds a worker keeps trying to read back a commit cut off midway
 
 
 def default_worker_id() -> str:
@@ -125,7 +125,7 @@ class Worker:
             return self.hooks
         runner: HookRunner | None = getattr(self._local, "hooks", None)
         if runner is None:
-            runner = self._local.hooks = HookRunner()
+            runner = self._local.hooks = HookRunner(self.slots.watchdog)
         return runner
 
     def _counted(self, name: str) -> None:
@@ -197,8 +197,21 @@ class Worker:
         """Run the claimed step, and the steps after it while each is due at once: the claim
         of the next step rides on the commit that ended the previous one. ``reads``: what the
         claim read for the check of a fresh claim (else that check reads it)."""
+        self._hold(LeaseHolder(item), fresh=True, reads=reads)
+
+    def _hold(
+        self,
+        holder: LeaseHolder,
+        *,
+        fresh: bool,
+        reads: GuardReads | None = None,
+        first: Callable[[Step], object] | None = None,
+    ) -> None:
+        """Run the held item's steps, its lease renewed meanwhile. ``fresh``: a claim, checked
+        first. ``first``: what the first step does instead of its hooks (a step taken over
+        from a hook past its time, see :meth:`_take_over`)."""
+        item = holder.item
         automation = self.automations[item.automation]
-        holder = LeaseHolder(item)
         lease = self.leases[item.automation]
         fields = {"item": item.id, "automation": item.automation, "worker": self.id}
         if self.renewer is not None and self.renew:
@@ -209,7 +222,7 @@ class Worker:
             with logs.context(**fields), renewal:
                 # What was claimed must be what its history sealed (a later step of this chain
                 # starts from this worker's own commit, which needs no such check).
-                if not self.guard(holder, authority=False, reads=reads):
+                if fresh and not self.guard(holder, authority=False, reads=reads):
                     return
                 while True:
                     token = holder.item.lease_token
@@ -219,7 +232,9 @@ class Worker:
                         tracing.span("stopline.step", state=state, **fields),
                         observe_step(self, automation.name, state),
                     ):
-                        Step(self, automation, holder).run()
+                        step = Step(self, automation, holder)
+                        step.run() if first is None else first(step)
+                    first = None
                     after = holder.item
                     if (
                         after.lease_owner != self.id
@@ -230,6 +245,21 @@ class Worker:
                     holder.reset(after)
         except LeaseLost:
             log.warning("lease lost on %s; nothing more is written", item.id)
+
+    def hand_over(self, holder: LeaseHolder) -> Callable[[HookFailed], None] | None:
+        """What goes on with a step whose plain hook, called in place, ran past its time:
+        running several items at once, a new step thread takes the step over (see
+        ``watchdog.py``); one step at a time, ``None`` (the hook runs on a thread of its own)."""
+        if self.slots is None:
+            return None
+        return partial(self._take_over, self.slots, holder)
+
+    def _take_over(self, slots: Slots, holder: LeaseHolder, failed: HookFailed) -> None:
+        """On the watchdog's thread: a new step thread records the timeout, as the step would
+        have, and goes on with the item; the hook's own thread writes nothing more."""
+        taken = holder.handed_over()
+        record = partial(Step.record, failed=failed)
+        slots.take_over(taken.item, partial(self._hold, taken, fresh=False, first=record))
 
     # --- before acting, and committing -------------------------------------------------------
 
@@ -330,7 +360,7 @@ class Worker:
             self._counted("transitions")
         elif done.status is Committed.LOST:
             self._lost(holder, command, policy, actors)
-        _log_decision(command.name, item.id, done.status.name.lower(), decision)
+        log_decision(command.name, item.id, done.status.name.lower(), decision)
         return decision
 
     def _decide(
@@ -356,31 +386,10 @@ class Worker:
         raise LeaseLost(holder.item.id)
 
     def _apply_reading_back(self, decision: Decision) -> bool | None:
-        """``store.apply``. If the database goes away before the outcome of the commit is
-        known, read the item back once it answers again: ``True`` when this decision's event
-        is its head (the commit went through), ``None`` when the item is as it was (nothing
-        was written), ``False`` when another write came first."""
-        try:
-            if self.committer is not None:
-                return self.committer.apply(decision)
-            return self.store.apply(decision)
-        except self._unavailable as exc:
-            log.warning("database lost committing %s (%s); reading it back", decision.item_id, exc)
-        assert decision.before is not None and decision.event is not None
-        deadline = time.monotonic() + REREAD_FOR
-        while True:
-            try:
-                fresh = self.store.get(decision.before.id)
-                break
-            except self._unavailable:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
-        if fresh is not None and fresh.head == decision.event.hash:
-            return True
-        if fresh is not None and fresh.version == decision.before.version:
-            return None
-        return False
+        """``store.apply`` (through the group committer, if any), read back when the database
+        goes away midway (``commit.reading_back``)."""
+        write = self.store.apply if self.committer is None else self.committer.apply
+        return reading_back(self.store, write, self._unavailable, decision)
 
     def _chain(self, decision: Decision, policy: Policy) -> Decision:
         after = decision.after
@@ -388,12 +397,3 @@ class Worker:
             return decision
         claimed = continue_claim(after, self.id, self.clock(), policy.lease_seconds)
         return decision if claimed is None else replace(decision, after=claimed)
-
-
-def _log_decision(command: str, item_id: str, status: str, decision: Decision) -> None:
-    """One line per decision this worker committed (``decision``: applied, refused, ...)."""
-    state = None if decision.state is None else decision.state.value
-    why = ", ".join(decision.reasons) or state or "-"
-    log.info(
-        "%s %s on %s: %s", command, status, item_id, why, extra={"decision": status, "state": state}
-    )

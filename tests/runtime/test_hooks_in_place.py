@@ -1,0 +1,155 @@
+"""Plain hooks called in place on a step thread, timed by the watchdog (runtime/watchdog.py):
+a hook in time answers on its step's own thread; a hook past its time has its step taken over
+by a new thread that records ``hook_timeout`` and goes on, while the hook's own thread, once
+the hook returns, writes nothing. In process, on both stores.
+
+No assertion depends on how fast the machine is: a hook past its time is one that waits until
+its step was taken over (an event), and a hook in time has two minutes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from helpers import T0, decide_at
+from stopline import App, Automation, Evidence, ReportForReview
+from stopline.core.commands import Discover
+from stopline.core.policy import RetryPolicy
+from stopline.core.states import State
+from stopline.runtime.automation import HookContext
+from stopline.runtime.hooks import HookRunner
+from stopline.runtime.watchdog import Abandoned, Watchdog
+from stopline.runtime.worker import Worker
+from stopline.store import Store
+
+
+def test_a_hook_in_time_runs_on_the_calling_thread_and_its_answer_or_exception_stands() -> None:
+    runner = HookRunner(Watchdog())
+    late: list[str] = []
+    here = threading.get_ident()
+    result, error = runner.run(threading.get_ident, (), 120, lambda: late.append("late"))
+    assert (result, error) == (here, None)
+    result, error = runner.run(lambda: 1 // 0, (), 120, lambda: late.append("late"))
+    assert result is None and isinstance(error, ZeroDivisionError)
+    result, error = runner.run(_exit, (), 120, lambda: late.append("late"))
+    assert isinstance(error, SystemExit), "a hook's SystemExit is its failure"
+    assert late == [] and runner.watchdog is not None and runner.watchdog.abandoned == 0
+
+
+def _exit() -> None:
+    raise SystemExit(3)
+
+
+def test_a_hook_past_its_time_is_handed_over_once_and_its_late_answer_dropped() -> None:
+    """The hook answers only after the watchdog handed its step over: the hand-over runs once,
+    and the call raises ``Abandoned`` instead of returning the answer."""
+    watchdog = Watchdog()
+    runner = HookRunner(watchdog)
+    handed = threading.Event()
+    calls: list[int] = []
+
+    def on_timeout() -> None:
+        calls.append(threading.get_ident())
+        handed.set()
+
+    def stuck() -> str:
+        assert handed.wait(120), "never handed over"
+        return "late answer"
+
+    here = threading.get_ident()
+    with pytest.raises(Abandoned):
+        runner.run(stuck, (), 0.05, on_timeout)
+    assert len(calls) == 1 and calls[0] != here, "handed over on the watchdog's thread, once"
+    assert watchdog.abandoned == 1
+    # the watchdog goes on watching: the next call in time answers
+    assert runner.run(lambda: "next", (), 120, on_timeout) == ("next", None)
+    assert len(calls) == 1
+
+
+def _app(observe: Callable[..., Any], hook_timeout: float) -> list[Automation]:
+    def propose(ctx: HookContext) -> ReportForReview:
+        return ReportForReview({"ok": True})
+
+    def fast(ctx: HookContext) -> Evidence:
+        return Evidence({"thread": threading.current_thread().name})
+
+    return [
+        Automation(
+            "slow",
+            lambda ctx: [],
+            observe,
+            propose,
+            hook_timeout=hook_timeout,
+            retry=RetryPolicy(max_attempts=1),
+        ),
+        Automation("auto", lambda ctx: [], fast, propose, hook_timeout=120),
+    ]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def test_steps_past_their_time_are_taken_over_and_the_worker_keeps_every_slot(
+    store: Store,
+) -> None:
+    """Two slots, both held by hooks that never answer in time: each step is taken over and
+    fails ``hook_timeout``, the six other items still run on
+    step threads, ``close()`` returns while the hooks still hold their threads, and what the
+    hooks answer at last is never written. Each of the two has one attempt: ``exhausted``."""
+    release = threading.Event()
+    answered: list[str] = []
+    held: list[threading.Thread] = []
+
+    def stuck(ctx: HookContext) -> Evidence:
+        held.append(threading.current_thread())
+        release.wait(120)
+        answered.append(ctx.item.key if ctx.item else "")
+        return Evidence({"late": True})
+
+    app = App(_app(stuck, hook_timeout=0.05))
+    slow, fast = ["s0", "s1"], [f"f{k}" for k in range(6)]
+    _discover(store, slow, app.automations[0])
+    _discover(store, fast, app.automations[1])
+    worker = Worker(store, app, concurrency=2, clock=_now)
+    assert worker.slots is not None
+    end = time.monotonic() + 120
+    while _count(store, State.READY_FOR_REVIEW) < 6 or _count(store, State.EXHAUSTED) < 2:
+        assert time.monotonic() < end, "the worker stopped running steps"
+        if not worker.tick():
+            time.sleep(0.01)
+    worker.close()
+    assert worker.slots.watchdog.abandoned == 2
+    assert answered == [], "the hooks still hold their threads"
+    release.set()
+    for thread in held:  # each ends once its hook answers, having written nothing
+        thread.join(120)
+        assert not thread.is_alive()
+    assert sorted(answered) == slow and worker.refusals == 0
+    for item_id in slow:
+        item = store.get(item_id)
+        assert item is not None and item.state is State.EXHAUSTED
+        assert item.doc("account")["last_error"]["class"] == "hook_timeout"
+        assert "evidence" not in item.data, "an abandoned hook's answer was written"
+        commands = [e.command for e in store.history(item_id)]
+        assert commands == ["discover", "exhaust"]
+    for item_id in fast:
+        item = store.get(item_id)
+        assert item is not None and item.state is State.READY_FOR_REVIEW
+        assert item.doc("evidence")["data"]["thread"] == "stopline-step", "not run in place"
+
+
+def _discover(store: Store, ids: list[str], automation: Automation) -> None:
+    for item_id in ids:
+        discover = Discover(item_id, automation.name, item_id, {})
+        store.insert(decide_at(None, discover, T0, automation.policy))
+
+
+def _count(store: Store, state: State) -> int:
+    return len(store.list_items(state=state.value, limit=100))
