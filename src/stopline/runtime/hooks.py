@@ -1,9 +1,10 @@
 """Calling a hook so that nothing it does can take the worker down.
 
-A plain hook runs on a thread of its own (:class:`HookRunner`); an ``async def`` hook runs as a
-task on the process's one event loop (:func:`event_loop`), so many hooks that wait on the
-network share one thread. The worker waits for either at most its automation's
-``hook_timeout``. Whatever happens becomes a value (:func:`call_hook`):
+A plain hook runs on a thread of its own (:class:`HookRunner`), or, in a worker that runs
+several items at once, in place on its step's thread, timed by a watchdog (``watchdog.py``); an
+``async def`` hook runs as a task on the process's one event loop (:func:`event_loop`), so many
+hooks that wait on the network share one thread. The worker waits for any of them at most its
+automation's ``hook_timeout``. Whatever happens becomes a value (:func:`call_hook`):
 
 * the hook's output, when it has the shape of an outcome and stays within the input limits;
 * :class:`HookFailed` otherwise, with the failure's real class and message:
