@@ -77,10 +77,8 @@ def _drain(
     from stopline.store import open_store
 
     store = open_store(url, migrate=False)
-    if batch == 1:
-        worker = Worker(store, noop_app.app, renew=False)
-    else:
-        worker = Worker(store, noop_app.app, renew=False, concurrency=batch, batch=batch)
+    # the worker as `stopline run` makes it: leases renewed while a step runs
+    worker = Worker(store, noop_app.app, concurrency=batch, batch=batch)
     start.wait()
     written = _written_bytes()
     cpu = time.process_time()  # this process, every thread: user + system

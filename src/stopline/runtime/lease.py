@@ -1,9 +1,10 @@
 """A worker's hold on its claimed item: the lease it renews while a step runs.
 
 :class:`LeaseHolder` is the worker's view of the item it claimed, with the latest lease end it
-renewed. :func:`renewing` keeps the lease alive from a thread of its own (every third of the
-lease) until the step ends or a renewal is refused; the renewal never changes the item's
-version, so the holder's next commit does not lose its compare-and-set to its own renewal.
+renewed. A worker's one :class:`Renewer` thread keeps the lease of every item it holds alive
+(every third of the lease) until the step ends or a renewal is refused; the renewal never
+changes the item's version, so the holder's next commit does not lose its compare-and-set to
+its own renewal.
 """
 
 from __future__ import annotations
@@ -81,52 +82,11 @@ class LeaseHolder:
         return item
 
 
-@contextmanager
-def renewing(
-    store: Store, holder: LeaseHolder, lease_seconds: float, clock: Clock, *, enabled: bool = True
-) -> Iterator[None]:
-    """Renew the holder's lease from a thread until the block ends."""
-    if not enabled:
-        yield
-        return
-    stop = threading.Event()
-    thread = threading.Thread(
-        target=_renew_loop,
-        args=(store, holder, lease_seconds, clock, stop),
-        daemon=True,
-        name="stopline-lease",
-    )
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=1)
-
-
-def _renew_loop(
-    store: Store, holder: LeaseHolder, lease_seconds: float, clock: Clock, stop: threading.Event
-) -> None:
-    unavailable = connection_errors()
-    while not stop.wait(lease_seconds / 3):
-        item = holder.item
-        if item.lease_owner is None:
-            return
-        now = clock()
-        try:
-            renewed = store.renew(item, now, lease_seconds)
-        except unavailable as exc:  # the next round tries again
-            log.warning("could not renew the lease on %s: %s", item.id, exc)
-            continue
-        if not renewed:
-            return
-        holder.renewed(now, lease_seconds)
-
-
 class Renewer:
-    """One thread that renews the lease of every item a worker has in flight (a worker that
-    runs several steps at once): each lease every third of its length, until its step ends or
-    a renewal is refused (the step then loses its claim at its next commit)."""
+    """One thread that renews the lease of every item a worker has in flight: each lease every
+    third of its length, until its step ends or a renewal is refused (the step then loses its
+    claim at its next commit). A new hold wakes the thread only when its first renewal is due
+    before the thread would wake anyway, so holding costs no thread switch."""
 
     def __init__(self, store: Store, clock: Clock) -> None:
         self.store = store
@@ -134,19 +94,23 @@ class Renewer:
         self._held: dict[int, tuple[LeaseHolder, float, float]] = {}  # id -> (holder, s, due)
         self._lock = threading.Lock()
         self._wake = threading.Event()
+        self._wake_at = 0.0  # when the thread wakes next, by itself (monotonic)
         self._thread: threading.Thread | None = None
 
     @contextmanager
     def holding(self, holder: LeaseHolder, lease_seconds: float) -> Iterator[None]:
         """Renew ``holder``'s lease while the block runs."""
+        due = _monotonic() + lease_seconds / 3
         with self._lock:
-            self._held[id(holder)] = (holder, lease_seconds, _monotonic() + lease_seconds / 3)
+            self._held[id(holder)] = (holder, lease_seconds, due)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
                     target=self._loop, daemon=True, name="stopline-leases"
                 )
                 self._thread.start()
-        self._wake.set()
+            sooner = due < self._wake_at
+        if sooner:
+            self._wake.set()
         try:
             yield
         finally:
@@ -156,11 +120,14 @@ class Renewer:
     def _loop(self) -> None:
         unavailable = connection_errors()
         while True:
-            with self._lock:
+            with self._lock:  # what is due, and when to wake, seen by every new hold
+                now_m = _monotonic()
                 held = list(self._held.values())
-            now_m = _monotonic()
-            due = [(h, s) for h, s, at in held if at <= now_m]
-            wait = min((at - now_m for _, _, at in held if at > now_m), default=1.0)
+                due = [(h, s) for h, s, at in held if at <= now_m]
+                wait = min((at - now_m for _, _, at in held if at > now_m), default=1.0)
+                wait = 0.0 if due else max(0.0, min(wait, 1.0))
+                self._wake_at = now_m + wait
+                self._wake.clear()
             for holder, seconds in due:
                 item = holder.item
                 again = float("inf")  # a refused renewal: no more tries for this claim
@@ -176,8 +143,8 @@ class Renewer:
                 with self._lock:
                     if id(holder) in self._held:
                         self._held[id(holder)] = (holder, seconds, again)
-            self._wake.wait(max(0.0, min(wait, 1.0)) if not due else 0.0)
-            self._wake.clear()
+            if not due:
+                self._wake.wait(wait)
 
 
 def _monotonic() -> float:

@@ -22,6 +22,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
@@ -52,7 +53,7 @@ from .crash_points import CrashPoints
 from .group_commit import GroupCommitter
 from .heartbeat import Heartbeat, observe_step
 from .hooks import HookFailed, HookRunner, describe
-from .lease import LeaseHolder, LeaseLost, Renewer, renewal_due, renewing
+from .lease import LeaseHolder, LeaseLost, Renewer, renewal_due
 from .slots import Slots
 from .step import Step, Undecidable
 
@@ -110,14 +111,13 @@ class Worker:
         self.concurrency, self.batch = concurrency, batch
         self._count = threading.Lock()
         self._local = threading.local()  # each step thread's own hook runner
+        self.renewer = Renewer(store, clock)  # one thread renews every lease this worker holds
         self.slots: Slots | None = None
         self.committer: GroupCommitter | None = None
-        self.renewer: Renewer | None = None
         if max(concurrency, batch) > 1:
             limits = {a.name: a.concurrency for a in app.automations}
             self.slots = Slots(max(concurrency, batch), limits, self.process)
             self.committer = GroupCommitter(store, batch)
-            self.renewer = Renewer(store, clock)
 
     def hook_runner(self) -> HookRunner:
         """The runner of this thread's hooks (each step thread has its own)."""
@@ -214,10 +214,7 @@ class Worker:
         automation = self.automations[item.automation]
         lease = self.leases[item.automation]
         fields = {"item": item.id, "automation": item.automation, "worker": self.id}
-        if self.renewer is not None and self.renew:
-            renewal = self.renewer.holding(holder, lease)
-        else:
-            renewal = renewing(self.store, holder, lease, self.clock, enabled=self.renew)
+        renewal = self.renewer.holding(holder, lease) if self.renew else nullcontext()
         try:
             with logs.context(**fields), renewal:
                 # What was claimed must be what its history sealed (a later step of this chain
