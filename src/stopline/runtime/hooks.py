@@ -198,13 +198,12 @@ class HookRunner:
             future = asyncio.run_coroutine_threadsafe(_guarded(function(*args)), event_loop())
         except BaseException as error:  # raised before the coroutine ever ran
             return None, error
-        done, _ = concurrent.futures.wait([future], timeout)
-        if not done:
+        try:
+            result: tuple[Any, BaseException | None] = future.result(timeout)
+        except concurrent.futures.TimeoutError:  # the hook's own are in its result
             future.cancel()  # the task is cancelled; whatever it returns is dropped
             self.abandoned += 1
-            raise HookTimeout
-        try:
-            result: tuple[Any, BaseException | None] = future.result()
+            raise HookTimeout from None
         except BaseException as error:  # cancelled from outside
             return None, error
         return result
