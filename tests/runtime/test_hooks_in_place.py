@@ -18,7 +18,18 @@ from typing import Any
 import pytest
 
 from helpers import T0, decide_at
-from stopline import App, Automation, Evidence, ReportForReview
+from stopline import (
+    App,
+    ApprovalPolicy,
+    ApprovalRule,
+    Artifact,
+    Automation,
+    Deliver,
+    Evidence,
+    Proposal,
+    QAResult,
+    ReportForReview,
+)
 from stopline.core.commands import Discover
 from stopline.core.policy import RetryPolicy
 from stopline.core.states import State
@@ -27,6 +38,7 @@ from stopline.runtime.hooks import HookRunner
 from stopline.runtime.watchdog import Abandoned, Watchdog
 from stopline.runtime.worker import Worker
 from stopline.store import Store
+from stopline.targets.directory import DirectoryTarget
 
 
 def test_a_hook_in_time_runs_on_the_calling_thread_and_its_answer_or_exception_stands() -> None:
@@ -153,3 +165,95 @@ def _discover(store: Store, ids: list[str], automation: Automation) -> None:
 
 def _count(store: Store, state: State) -> int:
     return len(store.list_items(state=state.value, limit=100))
+
+
+# --- a step taken over records what the step would have recorded ------------------------------
+
+HOOKS = ("observe", "propose", "execute", "qa")
+
+
+def _delivering_app(name: str, stuck: str, wait: Callable[[], None], root: Any) -> Automation:
+    """Observe, propose (no approval needed), execute one artifact to a directory, pass QA;
+    the hook named ``stuck`` waits (``wait``) before it answers as the others do."""
+
+    def held(hook: str, answer: Any) -> Callable[..., Any]:
+        def run(ctx: HookContext, *args: Any) -> Any:
+            if hook == stuck:
+                wait()
+            return answer
+
+        return run
+
+    artifact = Artifact("note", "A note", "one line", "the body")
+    return Automation(
+        name,
+        lambda ctx: [],
+        held("observe", Evidence({"ok": True})),
+        held("propose", Proposal("deliver the note", {})),
+        execute=held("execute", Deliver(artifacts=(artifact,))),
+        qa=held("qa", QAResult(True)),
+        target=DirectoryTarget(root),
+        approval=ApprovalPolicy(default=ApprovalRule(approvals=0)),
+        retry=RetryPolicy(max_attempts=1),
+        hook_timeout=1.0,  # a hook that answers at once never comes near it
+    )
+
+
+@pytest.mark.parametrize("hook", HOOKS)
+def test_a_step_taken_over_records_what_a_step_that_waited_records(
+    store: Store, tmp_path: Any, hook: str
+) -> None:
+    """The same automation, its ``hook`` past its time, run one step at a time (the hook on a
+    thread of its own, abandoned by the step that waited for it) and by a worker running
+    several items at once (the hook in place, its step taken over): the same events, the same
+    account, ``exhausted`` after the one attempt; the late answers change nothing."""
+    release = threading.Event()
+    held: list[threading.Thread] = []
+
+    def wait() -> None:
+        held.append(threading.current_thread())
+        release.wait(120)
+
+    single = _delivering_app("single", hook, wait, tmp_path / "single")
+    several = _delivering_app("several", hook, wait, tmp_path / "several")
+    _discover(store, ["one"], single)
+    _discover(store, ["two"], several)
+    workers = [
+        Worker(store, App([single]), clock=_now),
+        Worker(store, App([several]), concurrency=2, clock=_now),
+    ]
+    end = time.monotonic() + 120
+    for worker, item_id in zip(workers, ("one", "two"), strict=True):
+        while (found := store.get(item_id)) is not None and found.state is not State.EXHAUSTED:
+            assert time.monotonic() < end, f"{item_id} is still {found.state}"
+            if not worker.tick():
+                time.sleep(0.01)
+        worker.close()
+    written = {item_id: _story(store, item_id) for item_id in ("one", "two")}
+    release.set()
+    for thread in held:
+        thread.join(120)
+        assert not thread.is_alive()
+    assert {item_id: _story(store, item_id) for item_id in ("one", "two")} == written
+    assert written["one"] == written["two"]
+    commands, account = written["one"]
+    assert commands[-1] == "exhaust"
+    assert account["last_error"] == {
+        "class": "hook_timeout",
+        "message": f"the {hook} hook ran past its hook_timeout of 1 s and was abandoned",
+    }
+    assert all(w.refusals == 0 for w in workers)
+
+
+def _story(store: Store, item_id: str) -> tuple[list[str], dict[str, Any]]:
+    """What an item's record says, without who, when or which item: its events' commands and
+    its account (whether it names evidence, not the evidence's digest, which holds its time)."""
+    item = store.get(item_id)
+    assert item is not None
+    account = dict(item.doc("account"))
+    account["attempts"] = [(a["class"], a["outcome"]) for a in account["attempts"]]
+    account["last_error"] = {k: account["last_error"][k] for k in ("class", "message")}
+    account["last_evidence_digest"] = account["last_evidence_digest"] is not None
+    for key in ("exhausted_at", "resume"):
+        assert account.pop(key)
+    return [e.command for e in store.history(item_id)], account
