@@ -229,8 +229,10 @@ class Worker:
                         tracing.span("stopline.step", state=state, **fields),
                         observe_step(self, automation.name, state),
                     ):
-                        step = Step(self, automation, holder)
-                        step.run() if first is None else first(step)
+                        if first is None:
+                            Step(self, automation, holder).run()
+                        else:
+                            first(Step(self, automation, holder))
                     first = None
                     after = holder.item
                     if (
