@@ -33,6 +33,7 @@ from stopline import (
 from stopline.core.commands import Discover
 from stopline.core.policy import RetryPolicy
 from stopline.core.states import State
+from stopline.runtime import lease, watchdog
 from stopline.runtime.automation import HookContext
 from stopline.runtime.hooks import HookRunner
 from stopline.runtime.watchdog import Abandoned, Watchdog
@@ -257,3 +258,38 @@ def _story(store: Store, item_id: str) -> tuple[list[str], dict[str, Any]]:
     for key in ("exhausted_at", "resume"):
         assert account.pop(key)
     return [e.command for e in store.history(item_id)], account
+
+
+def test_an_idle_worker_keeps_no_renewer_or_watchdog_thread_and_a_new_claim_starts_them(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The renewer's and the watchdog's threads end once they have had nothing to do for a
+    while (``IDLE_AFTER``, shortened here), so a process that makes many workers keeps no
+    idle threads; the next item starts new ones. (The hook sees them: the lease is held and
+    the call watched while it runs.)"""
+    monkeypatch.setattr(lease, "IDLE_AFTER", 0.05)
+    monkeypatch.setattr(watchdog, "IDLE_AFTER", 0.05)
+    before = set(threading.enumerate())
+    seen: list[set[threading.Thread]] = []
+    names = {"stopline-leases", "stopline-hook-watch"}
+
+    def observe(ctx: HookContext) -> Evidence:
+        seen.append({t for t in set(threading.enumerate()) - before if t.name in names})
+        return Evidence({})
+
+    app = App(_app(observe, hook_timeout=120))
+    worker = Worker(store, app, concurrency=2, clock=_now)
+    for round_ in range(2):
+        item_id = f"r{round_}"
+        _discover(store, [item_id], app.automations[0])
+        end = time.monotonic() + 120
+        while (found := store.get(item_id)) is None or found.state is not State.READY_FOR_REVIEW:
+            assert time.monotonic() < end, "the item was not run"
+            if not worker.tick():
+                time.sleep(0.01)
+        assert {t.name for t in seen[-1]} == names
+        for thread in seen[-1]:
+            thread.join(120)
+            assert not thread.is_alive(), f"{thread.name} stayed idle"
+    assert not seen[0] & seen[1], "the second item ran with the threads of the first"
+    worker.close()

@@ -26,6 +26,7 @@ from ..store.errors import connection_errors
 log = logging.getLogger("stopline.worker")
 
 RENEW_BEFORE_ACTING = 2 / 3  # share of a lease that must be left to act without renewing it
+IDLE_AFTER = 5.0  # seconds a renewer holds nothing before its thread ends (a hold starts one)
 
 
 class LeaseLost(Exception):
@@ -86,7 +87,8 @@ class Renewer:
     """One thread that renews the lease of every item a worker has in flight: each lease every
     third of its length, until its step ends or a renewal is refused (the step then loses its
     claim at its next commit). A new hold wakes the thread only when its first renewal is due
-    before the thread would wake anyway, so holding costs no thread switch."""
+    before the thread would wake anyway, so holding costs no thread switch. The thread ends
+    when it has held nothing for :data:`IDLE_AFTER` seconds; the next hold starts another."""
 
     def __init__(self, store: Store, clock: Clock) -> None:
         self.store = store
@@ -119,12 +121,20 @@ class Renewer:
 
     def _loop(self) -> None:
         unavailable = connection_errors()
+        idle_since: float | None = None
         while True:
             with self._lock:  # what is due, and when to wake, seen by every new hold
                 now_m = _monotonic()
                 held = list(self._held.values())
+                if held:
+                    idle_since = None
+                elif idle_since is None:
+                    idle_since = now_m
+                elif now_m - idle_since >= IDLE_AFTER:
+                    self._thread = None  # decided under the lock: a new hold starts another
+                    return
                 due = [(h, s) for h, s, at in held if at <= now_m]
-                wait = min((at - now_m for _, _, at in held if at > now_m), default=1.0)
+                wait = min((at - now_m for _, _, at in held if at > now_m), default=IDLE_AFTER)
                 wait = 0.0 if due else max(0.0, min(wait, 1.0))
                 self._wake_at = now_m + wait
                 self._wake.clear()

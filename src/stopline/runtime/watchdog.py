@@ -23,6 +23,8 @@ from collections.abc import Callable
 
 log = logging.getLogger("stopline.worker")
 
+IDLE_AFTER = 5.0  # seconds a watchdog watches nothing before its thread ends (a call starts one)
+
 
 class Abandoned(BaseException):
     """This thread's hook ran past its time; its step went on on another thread, and this
@@ -43,7 +45,8 @@ class Watched:
 
 class Watchdog:
     """Abandons the hook calls that run past their deadline (one thread, started on first
-    use, waking only at the earliest deadline in progress)."""
+    use, waking only at the earliest deadline in progress, and ending when it has watched
+    nothing for :data:`IDLE_AFTER` seconds)."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
@@ -79,6 +82,7 @@ class Watchdog:
             return True
 
     def _loop(self) -> None:
+        idle_since: float | None = None
         while True:
             with self._cond:
                 now = time.monotonic()
@@ -88,9 +92,15 @@ class Watchdog:
                     self._running.discard(watched)
                 self.abandoned += len(late)
                 if not late:
+                    if self._running:
+                        idle_since = None
+                    elif idle_since is None:
+                        idle_since = now
+                    elif now - idle_since >= IDLE_AFTER:
+                        self._thread = None  # decided under the lock: the next call starts one
+                        return
                     self._wake_at = min((w.deadline for w in self._running), default=float("inf"))
-                    wait = None if self._wake_at == float("inf") else self._wake_at - now
-                    self._cond.wait(wait)
+                    self._cond.wait(min(self._wake_at - now, IDLE_AFTER))
                     continue
             for watched in late:
                 try:
