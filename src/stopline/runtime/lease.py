@@ -22,6 +22,7 @@ from ..clock import Clock
 from ..core.records import Item
 from ..store import Store
 from ..store.errors import connection_errors
+from .idle import Idleness
 
 log = logging.getLogger("stopline.worker")
 
@@ -121,16 +122,12 @@ class Renewer:
 
     def _loop(self) -> None:
         unavailable = connection_errors()
-        idle_since: float | None = None
+        idle = Idleness()
         while True:
             with self._lock:  # what is due, and when to wake, seen by every new hold
                 now_m = _monotonic()
                 held = list(self._held.values())
-                if held:
-                    idle_since = None
-                elif idle_since is None:
-                    idle_since = now_m
-                elif now_m - idle_since >= IDLE_AFTER:
+                if idle.long_enough(bool(held), now_m, IDLE_AFTER):
                     self._thread = None  # decided under the lock: a new hold starts another
                     return
                 due = [(h, s) for h, s, at in held if at <= now_m]

@@ -21,6 +21,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from .idle import Idleness
+
 log = logging.getLogger("stopline.worker")
 
 IDLE_AFTER = 5.0  # seconds a watchdog watches nothing before its thread ends (a call starts one)
@@ -82,7 +84,7 @@ class Watchdog:
             return True
 
     def _loop(self) -> None:
-        idle_since: float | None = None
+        idle = Idleness()
         while True:
             with self._cond:
                 now = time.monotonic()
@@ -92,11 +94,7 @@ class Watchdog:
                     self._running.discard(watched)
                 self.abandoned += len(late)
                 if not late:
-                    if self._running:
-                        idle_since = None
-                    elif idle_since is None:
-                        idle_since = now
-                    elif now - idle_since >= IDLE_AFTER:
+                    if idle.long_enough(bool(self._running), now, IDLE_AFTER):
                         self._thread = None  # decided under the lock: the next call starts one
                         return
                     self._wake_at = min((w.deadline for w in self._running), default=float("inf"))
