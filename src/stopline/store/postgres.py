@@ -49,6 +49,7 @@ from ..core.frozen import storage_json
 from ..core.ledger import ledger_kind, shard_of
 from .actors import REGISTRY_PARAMS
 from .base import SQLStore, _Grouped, _shards, _Stale
+from .pg_pipelined import pipelined_transaction
 from .pg_wakeups import PgWakeups
 from .protocol import GuardReads
 from .rows import Row
@@ -193,7 +194,7 @@ class PostgresStore(PgWakeups, SQLStore):
         try:
             with self._connection() as conn:
                 lock, cur = conn.cursor(), conn.cursor()
-                with conn.pipeline(), conn.transaction():
+                with pipelined_transaction(conn, lock):
                     lock.execute(self.q["lock_ledger"], {"shard": shard})
                     cur.execute(self.q["apply_decision_ledgered"], {**params, "shard": shard})
                     row = cur.fetchone()
@@ -252,7 +253,7 @@ class PostgresStore(PgWakeups, SQLStore):
         written: list[bool] = []
         with self._connection() as conn:
             lock, lasts, cur = conn.cursor(), conn.cursor(), conn.cursor()
-            with conn.pipeline(), conn.transaction():
+            with pipelined_transaction(conn, lock):
                 for shard in shards:
                     lock.execute(self.q["lock_ledger"], {"shard": shard})
                 if shards:
