@@ -230,3 +230,52 @@ def completed(store: Any, state: str) -> int:
     """How many items are in ``state`` (one aggregate: an idle worker waiting for the others
     to finish reads a count, not every item)."""
     return sum(int(r["count"]) for r in store.count_by_state() if r["state"] == state)
+
+
+def _postgres_processes() -> dict[str, tuple[str, list[int]]] | None:
+    """pid -> (state, [utime, stime, cutime, cstime]) of every process named ``postgres``."""
+    found: dict[str, tuple[str, list[int]]] = {}
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:  # ended meanwhile
+            continue
+        name, _, rest = stat.partition("(")[2].rpartition(")")
+        if name == "postgres":
+            fields = rest.split()
+            found[pid] = (fields[0], [int(f) for f in fields[11:15]])
+    return found
+
+
+def database_cpu() -> float | None:
+    """CPU seconds (user + system) the PostgreSQL server on this machine has used so far: its
+    processes' own, plus what its postmaster collected of the backends that ended. ``None``
+    when no such process is visible (a server elsewhere, no ``/proc``). A difference of two
+    readings is the server's CPU between them, its background processes included.
+
+    A backend that ends moves its time into its parent's total when it is reaped; a reading
+    taken across that moment would count it twice or not at all. So a reading is taken only
+    when no backend is waiting to be reaped and a second look finds the same processes with
+    the same totals of ended children (nothing was reaped while the first was read)."""
+    for _ in range(100):
+        first = _postgres_processes()
+        if not first:
+            return None
+        second = _postgres_processes() or {}
+        zombies = any(state == "Z" for state, _ in first.values())
+        children = {pid: t[2:] for pid, (_, t) in first.items()}
+        if not zombies and children == {pid: t[2:] for pid, (_, t) in second.items()}:
+            return sum(sum(t) for _, t in first.values()) / os.sysconf("SC_CLK_TCK")
+        time.sleep(0.02)
+    return None
+
+
+def per_op_ms(before: float | None, after: float | None, ops: int) -> float | None:
+    """Milliseconds of database CPU per operation between two :func:`database_cpu` readings."""
+    if before is None or after is None or ops <= 0:
+        return None
+    return round(1000 * (after - before) / ops, 3)

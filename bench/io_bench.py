@@ -19,7 +19,9 @@ from common import (
     BenchConfig,
     Row,
     completed,
+    database_cpu,
     make_row,
+    per_op_ms,
     short_error,
     temp_database,
     temp_sqlite_dir,
@@ -59,7 +61,7 @@ def _drain(
     n: int,
     concurrency: int,
     start: mp.synchronize.Event,
-    out: mp.Queue[tuple[int, float]],
+    out: mp.Queue[tuple[int, float, float]],
 ) -> None:
     import io_app
 
@@ -70,6 +72,7 @@ def _drain(
     store = open_store(url, migrate=False)
     worker = Worker(store, app, concurrency=concurrency, batch=concurrency)
     start.wait()
+    cpu = time.process_time()  # this process, every thread: user + system
     while True:
         if worker.tick():
             continue
@@ -78,7 +81,7 @@ def _drain(
         time.sleep(0.001)
     worker.close()
     finished_at = time.monotonic()  # the work done; the process's exit is not timed
-    out.put((worker.transitions, finished_at))
+    out.put((worker.transitions, finished_at, time.process_time() - cpu))
     store.close()
 
 
@@ -106,21 +109,24 @@ def _run_once(cfg: BenchConfig, url: str, label: str, kind: str, concurrency: in
     _prepare(url, n)
     ctx = mp.get_context("spawn")
     start = ctx.Event()
-    out: mp.Queue[tuple[int, float]] = ctx.Queue()
+    out: mp.Queue[tuple[int, float, float]] = ctx.Queue()
     proc = ctx.Process(target=_drain, args=(url, kind, n, concurrency, start, out))
     proc.start()
     time.sleep(1.0)  # let the process import and connect before the clock starts
+    pg = not url.startswith("sqlite:")
+    db_cpu = database_cpu() if pg else None
     t0 = time.monotonic()
     start.set()
     proc.join(timeout=cfg.scenario_timeout)
     seconds = time.monotonic() - t0
+    db_after = database_cpu() if pg else None
     if proc.is_alive():
         proc.kill()
         proc.join(5)
-    transitions = 0
+    transitions, cpu = 0, None
     if proc.exitcode == 0:
         # timed as the peers are: to the moment the work is done, in the worker process
-        transitions, finished_at = out.get(timeout=5)
+        transitions, finished_at, cpu = out.get(timeout=5)
         seconds = finished_at - t0
     from stopline.store import open_store
 
@@ -143,6 +149,8 @@ def _run_once(cfg: BenchConfig, url: str, label: str, kind: str, concurrency: in
         ideal_ratio=round(n / seconds / ideal, 3) if seconds else None,
         batch=concurrency,
         transitions=transitions,
+        cpu_ms_per_op=None if cpu is None else round(1000 * cpu / n, 3),
+        db_cpu_ms_per_op=per_op_ms(db_cpu, db_after, n),
     )
 
 

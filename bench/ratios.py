@@ -20,7 +20,7 @@ def _ratio(a: float | None, b: float | None) -> str:
     return "n/a" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
 
 
-def lines(rows: list[Row]) -> list[str]:
+def lines(rows: list[Row], cores: int | None = None) -> list[str]:
     out: list[str] = []
     raw_label = {"sqlite sync=FULL": "sqlite sync=FULL", "sqlite sync=NORMAL": "sqlite sync=NORMAL"}
     stores = sorted({str(r["store"]) for r in rows if str(r["scenario"]).startswith("stopline")})
@@ -67,7 +67,7 @@ def lines(rows: list[Row]) -> list[str]:
                     )
                     name = str(r["scenario"]).split(": ", 1)[1]
                     out.append(f"    {name} {r['store']} vs {vs}")
-    return out + cpu_lines(rows)
+    return out + cpu_lines(rows) + budget_lines(rows, cores)
 
 
 def _raw_row(rows: Iterable[Row], store: str, workers: int) -> Row | None:
@@ -107,3 +107,33 @@ def cpu_lines(rows: list[Row]) -> list[str]:
             line += f", raw loop {raw_cpu:.3f} ms per step ({_ratio(cpu, raw_cpu)})"
         out.append(line)
     return ["worker CPU, batch 1 (user + system, every thread):", *out] if out else []
+
+
+def budget_lines(rows: list[Row], cores: int | None) -> list[str]:
+    """Where a row measured both the worker's CPU and the database server's (PostgreSQL on this
+    machine): their sum per operation, and the most that sum lets ``cores`` cores do per
+    second, beside what the row made. A row near its ceiling is bound by CPU, not by waits."""
+    out: list[str] = []
+    for r in rows:
+        details = r.get("details", {})
+        cpu, db = details.get("cpu_ms_per_op"), details.get("db_cpu_ms_per_op")
+        if r.get("error") or cpu is None or db is None or not cores:
+            continue
+        unit = {"steps": "step", "items": "item"}.get(str(r["unit"]), str(r["unit"]))
+        if str(r["scenario"]).startswith("stopline"):
+            unit = "transition"
+        name = f"{r['scenario']}, {r['store']}, {r['workers']} worker(s)"
+        if r.get("concurrency"):
+            name += f", C={r['concurrency']}"
+        ceiling = cores * 1000 / (cpu + db)
+        rate = r.get("rate")
+        made = "" if rate is None else f", made {rate:,.0f} ({rate / ceiling:.0%})"
+        out.append(
+            f"  {name}: {cpu:.3f} + {db:.3f} = {cpu + db:.3f} ms per {unit}; "
+            f"at most {ceiling:,.0f}/s{made}"
+        )
+    head = (
+        f"CPU per operation, worker processes + database server (from /proc), and the most "
+        f"that allows on {cores} cores:"
+    )
+    return [head, *out] if out else []

@@ -31,9 +31,11 @@ from common import (
     BenchConfig,
     Row,
     create_database,
+    database_cpu,
     drop_database,
     dsn_for,
     make_row,
+    per_op_ms,
     short_error,
     temp_sqlite_dir,
     unique_db_name,
@@ -320,7 +322,10 @@ def worker_main(
     )
 
 
-def _drive(store: str, target: str, option: str, workers: int, steps: int, timeout: float):
+def _drive(
+    store: str, target: str, option: str, workers: int, steps: int, timeout: float, total: int
+):
+    """(seconds, each worker's report, the database server's CPU ms per step or ``None``)."""
     ctx = mp.get_context("spawn")
     start = ctx.Event()
     results = ctx.Queue()
@@ -342,6 +347,7 @@ def _drive(store: str, target: str, option: str, workers: int, steps: int, timeo
             if msg[0] == "error":
                 raise RuntimeError(f"worker {msg[1]} failed: {msg[2]}")
             ready += 1
+        db_cpu = database_cpu() if store == "pg" else None
         t0 = time.monotonic()
         start.set()
         finished: list[tuple[Any, ...]] = []
@@ -351,13 +357,14 @@ def _drive(store: str, target: str, option: str, workers: int, steps: int, timeo
                 raise RuntimeError(f"worker {msg[1]} failed: {msg[2]}")
             finished.append(msg)
         elapsed = max(m[5] for m in finished) - t0
+        db_ms = per_op_ms(db_cpu, database_cpu() if store == "pg" else None, total)
     finally:
         for p in procs:
             p.join(5)
             if p.is_alive():
                 p.kill()
                 p.join(5)
-    return elapsed, finished
+    return elapsed, finished, db_ms
 
 
 def _verify_sqlite(path: Path) -> tuple[int, int]:
@@ -400,8 +407,8 @@ def run_loop(
             with temp_sqlite_dir(cfg, "raw") as d:
                 path = d / "raw.db"
                 sqlite_init(path, items)
-                elapsed, finished = _drive(
-                    "sqlite", str(path), sqlite_sync, workers, steps, cfg.scenario_timeout
+                elapsed, finished, db_ms = _drive(
+                    "sqlite", str(path), sqlite_sync, workers, steps, cfg.scenario_timeout, total
                 )
                 events, not_done = _verify_sqlite(path)
         else:
@@ -410,8 +417,8 @@ def run_loop(
             try:
                 dsn = dsn_for(cfg.pg_admin_dsn, name)
                 pg_init(dsn, items)
-                elapsed, finished = _drive(
-                    "pg", dsn, pg_outcome, workers, steps, cfg.scenario_timeout
+                elapsed, finished, db_ms = _drive(
+                    "pg", dsn, pg_outcome, workers, steps, cfg.scenario_timeout, total
                 )
                 events, not_done = _verify_pg(dsn)
             finally:
@@ -431,6 +438,7 @@ def run_loop(
         sqlite_sync=sqlite_sync if store == "sqlite" else None,
         pg_outcome=pg_outcome if store != "sqlite" else None,
         cpu_ms_per_op=round(1000 * sum(m[6] for m in finished) / total, 3),
+        db_cpu_ms_per_op=db_ms,
     )
 
 

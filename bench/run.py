@@ -165,6 +165,7 @@ def format_table(rows: list[Row]) -> str:
         "vs ideal",
         "row B/tr",
         "CPU ms/op",
+        "DB CPU ms/op",
     ]
     body = [
         [
@@ -179,10 +180,11 @@ def format_table(rows: list[Row]) -> str:
             _detail(r, "ideal_ratio", "{:.0%}"),
             _detail(r, "row_bytes_per_transition", "{:,.0f}"),
             _detail(r, "cpu_ms_per_op", "{:.3f}"),
+            _detail(r, "db_cpu_ms_per_op", "{:.3f}"),
         ]
         for r in rows
     ]
-    return _grid(headers, body, right={2, 3, 4, 5, 6, 7, 8, 9, 10})
+    return _grid(headers, body, right={2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
 
 
 def _detail(row: Row, key: str, form: str) -> str:
@@ -362,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     if rows:
         print(format_table(rows))
         print()
-        print("\n".join(ratios.lines(rows)))
+        print("\n".join(ratios.lines(rows, info["usable_cpus"])))
     if claims:
         print()
         print(format_claim_table(claims))

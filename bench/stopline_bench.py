@@ -25,7 +25,9 @@ from common import (
     BenchConfig,
     Row,
     completed,
+    database_cpu,
     make_row,
+    per_op_ms,
     short_error,
     temp_database,
     temp_sqlite_dir,
@@ -171,6 +173,8 @@ def _run_once(cfg: BenchConfig, url: str, store_label: str, workers: int, batch:
     for p in procs:
         p.start()
     time.sleep(1.0)  # let every process import and connect before the clock starts
+    pg = not url.startswith("sqlite:")
+    db_cpu = database_cpu() if pg else None
     t0 = time.monotonic()
     start.set()
     deadline = t0 + cfg.scenario_timeout
@@ -181,6 +185,7 @@ def _run_once(cfg: BenchConfig, url: str, store_label: str, workers: int, batch:
             p.kill()
             p.join(5)
     reports = [out.get(timeout=5) for _ in procs]
+    db_after = database_cpu() if pg else None
     # timed as the raw loop and the peers are: to the moment the last worker's work is done,
     # read in the worker (the clock is the machine's), not to its process's exit
     seconds = max(r[3] for r in reports) - t0
@@ -208,6 +213,7 @@ def _run_once(cfg: BenchConfig, url: str, store_label: str, workers: int, batch:
         batch=batch,
         row_bytes_per_transition=row_bytes(url),
         cpu_ms_per_op=round(1000 * cpu / transitions, 3),
+        db_cpu_ms_per_op=per_op_ms(db_cpu, db_after, transitions),
         disk_bytes_per_transition=(
             round(disk / transitions, 1) if url.startswith("sqlite:") and disk else None
         ),
