@@ -96,3 +96,18 @@ def test_a_connection_lost_midway_raises_its_own_error(
         cur.fetchone()
     assert conn.closed or conn.broken
     assert rows(conn, "t") == []
+
+
+def test_a_read_only_snapshot_refuses_a_write_and_ends(
+    conn: psycopg.Connection[tuple[object, ...]],
+) -> None:
+    """The store's multi-statement reads begin their own way (one read-only snapshot)."""
+    cur, tx = conn.cursor(), conn.cursor()
+    begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+    with pytest.raises(errors.ReadOnlySqlTransaction), pipelined_transaction(conn, tx, begin):
+        cur.execute("SELECT count(*) FROM t")
+        cur.execute("INSERT INTO t VALUES (1)")
+    assert rows(conn, "t") == [] and idle(conn)
+    with pipelined_transaction(conn, tx, begin):
+        cur.execute("SELECT count(*) FROM t")
+    assert cur.fetchall() == [(0,)] and idle(conn)

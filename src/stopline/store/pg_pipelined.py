@@ -19,14 +19,15 @@ import psycopg
 
 @contextmanager
 def pipelined_transaction(
-    conn: psycopg.Connection[Any], cur: psycopg.Cursor[Any]
+    conn: psycopg.Connection[Any], cur: psycopg.Cursor[Any], begin: str = "BEGIN"
 ) -> Iterator[None]:
-    """``BEGIN`` .. the block's statements .. ``COMMIT``, pipelined on ``conn`` (in autocommit),
-    ``BEGIN`` and ``COMMIT`` sent through ``cur``. Leaving the block syncs: every result,
-    ``COMMIT``'s too, is read, and the first error is raised."""
+    """``begin`` .. the block's statements .. ``COMMIT``, pipelined on ``conn`` (in autocommit),
+    ``begin`` and ``COMMIT`` sent through ``cur`` (whose own result is then ``COMMIT``'s).
+    Leaving the block syncs: every result, ``COMMIT``'s too, is read, and the first error is
+    raised."""
     try:
         with conn.pipeline():
-            cur.execute("BEGIN")
+            cur.execute(begin)
             yield
             cur.execute("COMMIT")
     except BaseException:

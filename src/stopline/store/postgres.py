@@ -300,12 +300,11 @@ class PostgresStore(PgWakeups, SQLStore):
             return super()._read_all(statements)
         with self._connection() as conn:
             cursors = [conn.cursor() for _ in statements]
+            snapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
             try:
-                with conn.pipeline():
-                    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                with pipelined_transaction(conn, conn.cursor(), begin=snapshot):
                     for cur, (sql, params) in zip(cursors, statements, strict=True):
                         cur.execute(sql, params)
-                    conn.execute("COMMIT")
                 return [cur.fetchall() for cur in cursors]
             finally:
                 for cur in cursors:
