@@ -3,10 +3,10 @@ same transaction, and :meth:`SQLActors.registry` folds the chain and compares th
 
 from __future__ import annotations
 
-import hashlib
+import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.frozen import freeze
 from ..core.ledger import REGISTRY, item_ledger_findings, registry_against
@@ -41,13 +41,26 @@ REGISTRY_QUERIES = (
 REGISTRY_PARAMS = {"id": REGISTRY, "registry": REGISTRY}
 # its columns, in order (the text of the rows last folded is the key of that fold)
 REGISTRY_TEXT_COLUMNS = ("actor_events", "actors", "tokens", "automations", "ledger")
+# seconds a fold is trusted on its stamp alone (registry_stamp); then its rows are read whole
+STAMP_TRUST = 60.0
+
+
+class _Fold(NamedTuple):
+    """The registry folded last: the key of the rows it was folded from (their text), what
+    they folded to, their stamp where the dialect has one, and when the rows were read
+    whole (``time.monotonic``)."""
+
+    key: Any
+    registry: Registry
+    stamp: str | None
+    read_at: float
 
 
 class SQLActors(SQLChains):
     """The registry's tables and their chain."""
 
-    # (SHA-256 of the rows last folded, what they folded to): see :meth:`registry`
-    _registry_cache: tuple[bytes, Registry] | None = None
+    # the rows last folded and what they folded to: see :meth:`registry`
+    _registry_cache: _Fold | None = None
 
     def register_automation(self, name: str, policy: Policy, now: datetime) -> None:
         """Store an automation's policy; a new or changed one is a registry event."""
@@ -121,12 +134,12 @@ class SQLActors(SQLChains):
     def registry(self) -> Registry:
         """The registry as its chain records it, with every place a table differs from it.
 
-        Every row the fold reads is read on every call; only the fold itself is skipped when
-        those rows are exactly the ones folded last time (their SHA-256 is the cache key), so
-        any edit, insertion or deletion is folded and compared again at once. A dialect with
-        a ``registry_text`` query (both have one) reads them as text in one statement first,
-        and the rows themselves only when that text differs from the text last folded."""
-        text_query = self.q.get("registry_text")
+        The fold itself is skipped when the rows are exactly the ones folded last time, so any
+        edit, insertion or deletion is folded and compared again at once. Whether they are is
+        read in one statement first: on PostgreSQL the rows' stamp (``registry_stamp``: their
+        row versions, which no statement can set back), elsewhere their text
+        (``registry_text``); the rows themselves only when that differs, and on PostgreSQL
+        also once the fold has been trusted on its stamp for ``STAMP_TRUST`` seconds."""
         check = self._registry_check()
         if check is not None:
             with self._read() as cur:
@@ -134,36 +147,58 @@ class SQLActors(SQLChains):
                 unchanged = self._registry_if_unchanged(cur.fetchall())
             if unchanged is not None:
                 return unchanged
+        return self._read_registry()
+
+    def _read_registry(self) -> Registry:
+        """Every row the fold reads, their text and (where the dialect has one) their stamp,
+        in one snapshot; folded unless the text is that of the rows folded last."""
         cached = self._registry_cache
         statements = [
             (self.q[name], {"id": REGISTRY} if name == "item_ledger" else {})
             for name in REGISTRY_QUERIES
         ]
-        if text_query is not None:  # the text of the rows, read in the rows' own snapshot
-            statements.append((text_query, REGISTRY_PARAMS))
+        statements.append((self.q["registry_text"], REGISTRY_PARAMS))
+        stamp_query = self.q.get("registry_stamp")
+        if stamp_query is not None:
+            statements.append((stamp_query, REGISTRY_PARAMS))
         found = self._read_all(statements)
         rows = [[dict(r) for r in each] for each in found[: len(REGISTRY_QUERIES)]]
-        key = _text_key(found[-1][0]) if text_query is not None else _key(rows)
-        if cached is not None and cached[0] == key:
-            return cached[1].copy()
-        registry = self._fold_registry(*rows)
-        self._registry_cache = (key, registry)
+        key = _text_key(found[len(REGISTRY_QUERIES)][0])
+        stamp = None if stamp_query is None else found[-1][0]["registry_stamp"]
+        if cached is not None and cached.key == key:
+            registry = cached.registry
+        else:
+            registry = self._fold_registry(*rows)
+        self._registry_cache = _Fold(key, registry, stamp, time.monotonic())
         return registry.copy()
 
     def _registry_check(self) -> tuple[str, dict[str, Any]] | None:
         """The one statement that tells whether the registry's rows are those folded last
-        (``None``: the dialect has none, or nothing was folded yet; read it whole)."""
-        text_query = self.q.get("registry_text")
-        if text_query is None or self._registry_cache is None:
+        (``None``: nothing was folded yet, or the fold's stamp is no longer trusted alone;
+        read it whole)."""
+        cached = self._registry_cache
+        if cached is None:
             return None
-        return text_query, REGISTRY_PARAMS
+        if cached.stamp is None:
+            return self.q["registry_text"], REGISTRY_PARAMS
+        if time.monotonic() - cached.read_at > STAMP_TRUST:
+            return None
+        return self.q["registry_stamp"], REGISTRY_PARAMS
 
     def _registry_if_unchanged(self, rows: Sequence[Any]) -> Registry | None:
-        """The registry folded last, if ``rows`` (what :meth:`_registry_check` read) say its
-        rows are still exactly those; else ``None``: read it whole (:meth:`registry`)."""
+        """The registry folded last, if ``rows`` (what :meth:`_registry_check` read, or a
+        statement that read the same column beside others) say its rows are still exactly
+        those; else ``None``: read it whole (:meth:`registry`)."""
         cached = self._registry_cache
-        if cached is not None and rows and _text_key(rows[0]) == cached[0]:
-            return cached[1].copy()
+        if cached is None or not rows:
+            return None
+        if cached.stamp is not None:
+            fresh = time.monotonic() - cached.read_at <= STAMP_TRUST
+            if fresh and rows[0].get("registry_stamp") == cached.stamp:
+                return cached.registry.copy()
+            return None
+        if _text_key(rows[0]) == cached.key:
+            return cached.registry.copy()
         return None
 
     def _fold_registry(
@@ -237,12 +272,7 @@ class SQLActors(SQLChains):
             self._append_registry(cur, actor, TOKEN_REVOKE, {"tokens": hashes}, now)
 
 
-def _text_key(row: Mapping[str, Any]) -> bytes:
+def _text_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
     """The cache key of the rows a ``registry_text`` row is the text of (whatever else the
-    statement that read it returned beside it)."""
-    return _key(tuple(row[name] for name in REGISTRY_TEXT_COLUMNS))
-
-
-def _key(rows: Any) -> bytes:
-    """The cache key of what the registry was folded from: the SHA-256 of its ``repr``."""
-    return hashlib.sha256(repr(rows).encode("utf-8", "surrogatepass")).digest()
+    statement that read it returned beside it): the text itself, compared whole."""
+    return tuple(row[name] for name in REGISTRY_TEXT_COLUMNS)

@@ -59,7 +59,7 @@ class SQLLeases(SQLSchema):
             reads = replace(reads, history=events, ledger=ledger)
         if registry:
             known = self._registry_if_unchanged(found[-1]) if check is not None else None
-            reads = replace(reads, registry=self.registry() if known is None else known)
+            reads = replace(reads, registry=self._read_registry() if known is None else known)
         return reads
 
     # --- leases ----------------------------------------------------------------------------

@@ -235,7 +235,7 @@ class PostgresStore(PgWakeups, SQLStore):
             item,
             head,
             legacy,
-            registry=self.registry() if known is None else known,
+            registry=self._read_registry() if known is None else known,
             history=events,
             ledger=ledger,
         )
