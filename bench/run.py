@@ -5,6 +5,7 @@
     bench/.venv/bin/python bench/run.py --quick      # ~1 min, smaller sizes, no claim cost
     bench/.venv/bin/python bench/run.py --claim-cost --json out.json
     bench/.venv/bin/python bench/run.py --only none --claim-cost --memory   # just those two
+    bench/.venv/bin/python bench/run.py --only none --guard-cost   # the check before acting
 
 Results are printed as a table and written to ``bench/results/<timestamp>.json`` (and to
 ``--json PATH`` if given), with machine information.
@@ -35,6 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import claim_cost
+import guard_cost
 import io_bench
 import memory
 import peers
@@ -257,6 +259,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--json", type=Path, help="also write the JSON result here")
     p.add_argument("--claim-cost", action="store_true", help="measure claim latency vs backlog")
     p.add_argument(
+        "--guard-cost",
+        action="store_true",
+        help="the check before acting with 0, 100 and 1,000 actors (~1 min; also with --quick)",
+    )
+    p.add_argument(
         "--memory",
         action="store_true",
         help="peak RSS of a worker and of serve with 10^3 and 10^5 stopped items (~5 min;\n"
@@ -266,7 +273,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--only",
         default=",".join(GENERATORS),
         help=f"comma-separated generators to run (default: {','.join(GENERATORS)});\n"
-        "none: only --claim-cost and --memory",
+        "none: only --claim-cost, --guard-cost and --memory",
     )
     p.add_argument("--items", type=int, help="raw loop: items (each needs --steps steps)")
     p.add_argument("--steps", type=int, help="raw loop: steps per item")
@@ -323,6 +330,9 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.claim_cost:
         claims += _progress(stopline_claim_cost.rows(cfg), t_start)
         claims += _progress(claim_cost.rows(cfg), t_start)
+    guards: list[dict[str, Any]] = []
+    if args.guard_cost:
+        guards += _progress(guard_cost.rows(cfg), t_start)
     mem: list[dict[str, Any]] = []
     if cfg.memory:
         mem += _progress(memory.rows(cfg), t_start)
@@ -338,6 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": info,
         "rows": rows,
         "claim_cost": claims,
+        "guard_cost": guards,
         "memory": mem,
     }
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
@@ -368,13 +379,19 @@ def main(argv: list[str] | None = None) -> int:
     if claims:
         print()
         print(format_claim_table(claims))
+    if guards:
+        print()
+        headers, body, right = guard_cost.table_rows(guards)
+        print(_grid(headers, body, right=right))
+        print()
+        print("\n".join(guard_cost.ratio_lines(guards)))
     if mem:
         print()
         print(format_memory_table(mem))
         print()
         print("\n".join(memory.ratio_lines(mem)))
         print("\n".join(memory.read_lines(mem)))
-    errors = _errors([*rows, *claims, *mem])
+    errors = _errors([*rows, *claims, *guards, *mem])
     if errors:
         print("\nerrors:")
         print("\n".join(errors))

@@ -37,7 +37,7 @@ from common import (
 TRANSITIONS_PER_ITEM = 5
 
 
-def _prepare(url: str, n: int) -> None:
+def prepare(url: str, n: int) -> None:
     import noop_app
 
     from stopline.core.commands import Discover
@@ -165,7 +165,7 @@ def run_once(cfg: BenchConfig, url: str, store_label: str, workers: int, batch: 
 
 def _run_once(cfg: BenchConfig, url: str, store_label: str, workers: int, batch: int) -> Row:
     n = cfg.items
-    _prepare(url, n)
+    prepare(url, n)
     ctx = mp.get_context("spawn")
     start = ctx.Event()
     out: mp.Queue[tuple[int, int, float, float]] = ctx.Queue()
