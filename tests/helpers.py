@@ -161,3 +161,13 @@ def stay(store: Store, item: Item, at: datetime) -> None:
     after = replace(item, version=item.version + 1, seq=event.seq, head=event.hash, updated_at=at)
     decision = Decision(Outcome.APPLIED, (), item.id, item.state, item, after, event)
     assert store.apply(decision)
+
+
+def registry_outcome(store: Any) -> Any:
+    """What a read of the registry gives: its findings and actors, or the error it raised
+    (an edit behind the store may leave a row the fold cannot read)."""
+    try:
+        registry = store.registry()
+    except Exception as error:
+        return type(error).__name__
+    return sorted(f.text() for f in registry.findings), sorted(registry.actors)

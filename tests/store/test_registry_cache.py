@@ -7,33 +7,17 @@ import sqlite3
 import threading
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from helpers import T0
+from helpers import T0, registry_outcome
 from integrity.attacker import Attacker
 from stopline.core.ledger import REGISTRY
 from stopline.core.policy import Policy
 from stopline.core.records import Actor
 from stopline.store import Store, open_store
-from stopline.store import actors as actors_module
 
 S = timedelta(seconds=1)
-
-
-@pytest.fixture
-def folds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many times the chain was folded (one entry per fold)."""
-    calls: list[int] = []
-    real = actors_module.fold
-
-    def counting(events: Any) -> Any:
-        calls.append(len(events))
-        return real(events)
-
-    monkeypatch.setattr(actors_module, "fold", counting)
-    return calls
 
 
 def _seed(store: Store) -> None:
@@ -156,15 +140,6 @@ def _edit(path: Path, table: str, column: str) -> int:
 REGISTRY_TABLES = ("actor_events", "actors", "tokens", "automations", "ledger")
 
 
-def _outcome(store: Store) -> Any:
-    """What a read of the registry gives: its findings and actors, or the error it raised."""
-    try:
-        registry = store.registry()
-    except Exception as error:  # an edit may leave a row the fold cannot read
-        return type(error).__name__
-    return sorted(f.text() for f in registry.findings), sorted(registry.actors)
-
-
 @pytest.mark.parametrize("table", REGISTRY_TABLES)
 def test_an_edit_of_any_column_is_read_as_a_store_with_nothing_kept_reads_it(
     tmp_path: Path, table: str
@@ -193,10 +168,10 @@ def test_an_edit_of_any_column_is_read_as_a_store_with_nothing_kept_reads_it(
         try:
             assert store.registry().ok  # folded and kept
             assert _edit(path, table, column) == 1
-            kept = _outcome(store)
+            kept = registry_outcome(store)
             fresh_store = open_store(sqlite_store_url, migrate=False)
             try:
-                assert kept == _outcome(fresh_store), f"{table}.{column}"
+                assert kept == registry_outcome(fresh_store), f"{table}.{column}"
             finally:
                 fresh_store.close()
         finally:

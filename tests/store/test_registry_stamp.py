@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from helpers import T0
+from helpers import T0, registry_outcome
 from stopline.core.ledger import REGISTRY
 from stopline.core.policy import Policy
 from stopline.core.records import Actor
@@ -24,34 +24,11 @@ S = timedelta(seconds=1)
 REGISTRY_TABLES = ("actor_events", "actors", "tokens", "automations", "ledger")
 
 
-@pytest.fixture
-def folds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many times the chain was folded (one entry per fold)."""
-    calls: list[int] = []
-    real = actors_module.fold
-
-    def counting(events: Any) -> Any:
-        calls.append(len(events))
-        return real(events)
-
-    monkeypatch.setattr(actors_module, "fold", counting)
-    return calls
-
-
 def _seed(store: Store) -> None:
     store.register_automation("auto", Policy(), T0)
     store.set_actor(Actor("ann", frozenset({"operator"})), "add", {}, T0)
     store.set_actor(Actor("bob", frozenset({"approver"})), "add", {}, T0 + S)
     store.add_token("bob", "hash-bob", T0 + 2 * S)
-
-
-def _outcome(store: Store) -> Any:
-    """What a read of the registry gives: its findings and actors, or the error it raised."""
-    try:
-        registry = store.registry()
-    except Exception as error:  # an edit may leave a row the fold cannot read
-        return type(error).__name__
-    return sorted(f.text() for f in registry.findings), sorted(registry.actors)
 
 
 def _changed(column: str, kind: str) -> str:
@@ -117,15 +94,15 @@ def test_an_edit_of_any_column_is_read_as_a_fresh_store_reads_it(
             store = open_store(url)
             try:
                 _seed(store)
-                before = _outcome(store)
+                before = registry_outcome(store)
                 count = len(folds)
-                assert _outcome(store) == before and len(folds) == count  # the stamp alone
+                assert registry_outcome(store) == before and len(folds) == count  # the stamp alone
                 value = "DEFAULT" if identity else _changed(column, kind)
                 assert _edit(url, table, f"UPDATE {table} SET {column} = {value}") == 1
-                kept = _outcome(store)
+                kept = registry_outcome(store)
                 fresh = open_store(url, migrate=False)
                 try:
-                    assert kept == _outcome(fresh), f"{table}.{column}"
+                    assert kept == registry_outcome(fresh), f"{table}.{column}"
                 finally:
                     fresh.close()
                 if kept != before:
@@ -178,11 +155,11 @@ def test_a_stamp_is_trusted_alone_for_a_bounded_time(
     try:
         _seed(store)
         monkeypatch.setitem(store.q, "registry_stamp", "SELECT 'blind' AS registry_stamp")
-        trusted = _outcome(store)
+        trusted = registry_outcome(store)
         assert _edit(postgres_url, "tokens", "UPDATE tokens SET revoked_at = now()") == 1
-        assert _outcome(store) == trusted, "the blind stamp hid nothing: no test"
+        assert registry_outcome(store) == trusted, "the blind stamp hid nothing: no test"
         monkeypatch.setattr(actors_module, "STAMP_TRUST", -1.0)
-        seen = _outcome(store)
+        seen = registry_outcome(store)
         assert seen != trusted and seen[0], "the edit was not read once the trust ran out"
     finally:
         store.close()
