@@ -55,6 +55,10 @@ class _Fold(NamedTuple):
     stamp: str | None
     read_at: float
 
+    def stamp_trusted(self) -> bool:
+        """Whether the stamp may still stand for the rows alone (``STAMP_TRUST``)."""
+        return self.stamp is not None and time.monotonic() - self.read_at <= STAMP_TRUST
+
 
 class SQLActors(SQLChains):
     """The registry's tables and their chain."""
@@ -181,9 +185,7 @@ class SQLActors(SQLChains):
             return None
         if cached.stamp is None:
             return self.q["registry_text"], REGISTRY_PARAMS
-        if time.monotonic() - cached.read_at > STAMP_TRUST:
-            return None
-        return self.q["registry_stamp"], REGISTRY_PARAMS
+        return (self.q["registry_stamp"], REGISTRY_PARAMS) if cached.stamp_trusted() else None
 
     def _registry_if_unchanged(self, rows: Sequence[Any]) -> Registry | None:
         """The registry folded last, if ``rows`` (what :meth:`_registry_check` read, or a
@@ -193,8 +195,7 @@ class SQLActors(SQLChains):
         if cached is None or not rows:
             return None
         if cached.stamp is not None:
-            fresh = time.monotonic() - cached.read_at <= STAMP_TRUST
-            if fresh and rows[0].get("registry_stamp") == cached.stamp:
+            if cached.stamp_trusted() and rows[0].get("registry_stamp") == cached.stamp:
                 return cached.registry.copy()
             return None
         if _text_key(rows[0]) == cached.key:
