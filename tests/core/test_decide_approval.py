@@ -362,3 +362,55 @@ def test_execute_rechecks_roles_the_proposal_requires(h: Harness) -> None:
     h.to_approved()
     h.actors["alice"] = Actor("alice", frozenset({"auditor"}))
     assert h.execute().state is S.AWAITING_APPROVAL
+
+
+# --- the policy and the approvals a proposal already holds -----------------------------------------
+
+
+def test_approve_under_a_policy_changed_since_the_proposal_is_refused(h: Harness) -> None:
+    """Approving a proposal made under rules that are no longer the automation's would approve
+    it under rules nobody approved: ``policy_changed`` (a new proposal is needed)."""
+    h.to_awaiting()
+    h.policy = policy(approvals=2)
+    h.refused(Approve("alice", h.digest()), "policy_changed")
+
+
+def test_approve_when_the_recorded_rule_is_not_the_policys_is_refused(h: Harness) -> None:
+    """The proposal's own record of its rule edited (one approval instead of the policy's
+    two), its policy version left as it was: the rule it names must be the rule it records."""
+    h = Harness(policy=policy(approvals=2))
+    h.to_awaiting()
+    proposal = {**h.it.doc("proposal"), "required_approvals": 1}
+    h.item = replace(h.it, data=h.it.with_data(proposal=proposal))
+    h.refused(Approve("alice", h.digest()), "policy_changed")
+
+
+def test_an_approval_held_under_another_digest_is_voided_not_counted() -> None:
+    """An approval the proposal holds that was given to another digest (a record edited
+    behind the store) never counts towards the approvals it needs."""
+    h = two_of_them()
+    proposal = h.it.doc("proposal")
+    stale = {"actor": "bob", "at": "2026-03-01T12:00:00Z", "digest": "0" * 64, "role": APPROVER}
+    stale["policy_version"] = proposal["policy_version"]
+    h.item = replace(h.it, data=h.it.with_data(proposal={**proposal, "approvals": [stale]}))
+    d = h.ok(Approve("alice", h.digest()), S.AWAITING_APPROVAL)
+    assert list(d.event.detail["voided_approvals"]) == ["bob"]  # type: ignore[union-attr]
+    assert [a["actor"] for a in h.it.doc("proposal")["approvals"]] == ["alice"]
+
+
+def test_approve_under_another_version_of_the_approval_policy_is_refused(h: Harness) -> None:
+    """A rule added for another action leaves this action's rule as it was but makes another
+    approval policy: the proposal was made under rules that are no longer the automation's."""
+    h.to_awaiting()
+    rule = h.policy.approval.default
+    other = ApprovalRule((APPROVER,), 2, 3600.0, True)
+    h.policy = replace(h.policy, approval=ApprovalPolicy(default=rule, rules={"delete": other}))
+    assert h.policy.approval.rule("restart") == rule
+    h.refused(Approve("alice", h.digest()), "policy_changed")
+
+
+def test_a_recorded_rule_without_its_count_is_refused_not_a_crash(h: Harness) -> None:
+    h.to_awaiting()
+    proposal = {k: v for k, v in h.it.doc("proposal").items() if k != "required_approvals"}
+    h.item = replace(h.it, data=h.it.with_data(proposal=proposal))
+    h.refused(Approve("alice", h.digest()), "policy_changed")
