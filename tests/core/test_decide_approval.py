@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -414,3 +415,31 @@ def test_a_recorded_rule_without_its_count_is_refused_not_a_crash(h: Harness) ->
     proposal = {k: v for k, v in h.it.doc("proposal").items() if k != "required_approvals"}
     h.item = replace(h.it, data=h.it.with_data(proposal=proposal))
     h.refused(Approve("alice", h.digest()), "policy_changed")
+
+
+def with_approvals(h: Harness, approvals: list[Any]) -> None:
+    """The proposal's approvals replaced behind the store (the record's own check, at every
+    load, then finds ``approval_altered``; these hold the rule behind it)."""
+    proposal = {**h.it.doc("proposal"), "approvals": approvals}
+    h.item = replace(h.it, data=h.it.with_data(proposal=proposal))
+
+
+def test_one_approver_recorded_twice_counts_once_towards_approve() -> None:
+    h = Harness(policy=policy(approvals=3))
+    h.to_awaiting()
+    h.approve("bob")
+    bob = dict(h.it.doc("proposal")["approvals"][0])
+    with_approvals(h, [bob, bob])
+    d = h.decide(Approve("alice", h.digest()))
+    assert d.state is S.AWAITING_APPROVAL  # bob and alice: two of three
+
+
+def test_one_approver_recorded_twice_counts_once_at_execution() -> None:
+    h = two_of_them()
+    h.approve("bob")
+    bob = dict(h.it.doc("proposal")["approvals"][0])
+    with_approvals(h, [bob, bob])
+    h.item = replace(h.it, state=S.APPROVED)  # as if two had approved
+    h.claim()
+    d = h.decide(Execute(**h.lease()))
+    assert d.state is S.AWAITING_APPROVAL and "approvals_missing" in d.reasons
