@@ -443,3 +443,23 @@ def test_one_approver_recorded_twice_counts_once_at_execution() -> None:
     h.claim()
     d = h.decide(Execute(**h.lease()))
     assert d.state is S.AWAITING_APPROVAL and "approvals_missing" in d.reasons
+
+
+def test_an_approval_given_to_another_digest_does_not_count_at_execution() -> None:
+    h = Harness()
+    h.to_approved()
+    alice = {**h.it.doc("proposal")["approvals"][0], "digest": "0" * 64}
+    with_approvals(h, [alice])
+    h.claim()
+    d = h.decide(Execute(**h.lease()))
+    assert d.state is S.AWAITING_APPROVAL
+    assert {"proposal_digest_mismatch", "approvals_missing"} <= set(d.reasons)
+
+
+def test_execute_under_a_policy_changed_since_the_approval_goes_back(h: Harness) -> None:
+    h.to_approved()
+    h.policy = policy(approvals=2)
+    h.claim()
+    d = h.ok(Execute(**h.lease()), S.AWAITING_APPROVAL)
+    assert "policy_changed" in d.reasons
+    assert list(h.it.doc("proposal")["approvals"]) == []  # approved under other rules: void
