@@ -57,13 +57,13 @@ def items(draw: st.DrawFn) -> Item:
     )
 
 
-@settings(max_examples=examples(1000))
+@settings(max_examples=examples(1000), deadline=None)
 @given(item=items(), now=offsets)
 def test_the_core_claims_exactly_what_the_store_claims(item: Item, now: datetime) -> None:
     assert claimable(item, now) == (store_would_not_claim(item, now) == [])
 
 
-@settings(max_examples=examples(1000))
+@settings(max_examples=examples(1000), deadline=None)
 @given(item=items(), now=offsets)
 def test_a_chained_claim_counts_one_attempt_and_fences_a_new_lease(
     item: Item, now: datetime
