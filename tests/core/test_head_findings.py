@@ -8,6 +8,7 @@ on its own."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -27,7 +28,7 @@ from stopline.core.integrity import (
 from stopline.core.records import Event, Item
 from stopline.core.states import State
 
-from .helpers import Harness, claim
+from .helpers import T0, Harness, claim
 
 S = State
 
@@ -74,6 +75,8 @@ def test_claims_made_since_the_last_event_are_no_finding() -> None:
         {"max_attempts": 9},
         {"automation": "other"},
         {"key": "k2"},
+        {"next_eligible_at": T0 - timedelta(hours=1)},  # due before its retry delay
+        {"created_at": T0 - timedelta(days=1)},
     ],
     ids=lambda c: next(iter(c)),
 )
@@ -169,3 +172,23 @@ def test_a_malformed_proposal_is_a_finding_not_a_crash() -> None:
     findings: list[Finding] = head_findings(edited, h.events[-1])
     assert RECORD_MALFORMED in {f.reason for f in findings}
     assert reasons(found(edited, h.events[-1])) >= {RECORD_MALFORMED}
+
+
+def test_an_attempt_logged_since_the_last_event_must_be_an_abandoned_claim() -> None:
+    """A claim that took over an expired lease logs the attempt it abandoned; any other entry
+    added since the last event (a failure nobody recorded) is an edit."""
+    h = walked(S.CLASSIFIED)
+    taken_over = claim(claim(h.it, "w1", h.now), "w2", h.now.replace(year=h.now.year + 1))
+    (abandoned,) = taken_over.attempt_log[len(h.it.attempt_log) :]
+    assert head_findings(taken_over, h.events[-1]) == []
+    failed = {**abandoned, "outcome": "failed"}
+    edited = replace(taken_over, attempt_log=(*h.it.attempt_log, failed))
+    assert found(edited, h.events[-1]) == {(SEAL_MISMATCH, "record")}
+
+
+def test_an_attempt_log_cut_short_no_longer_matches_its_seal() -> None:
+    """The failures that spent an exhausted item's budget, deleted from its log."""
+    h = walked(S.EXHAUSTED)
+    assert len(h.it.attempt_log) > 1
+    edited = replace(h.it, attempt_log=h.it.attempt_log[1:])
+    assert found(edited, h.events[-1]) == {(SEAL_MISMATCH, "record")}
