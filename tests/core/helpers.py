@@ -34,7 +34,7 @@ from stopline.core.commands import (
 )
 from stopline.core.decide import decide
 from stopline.core.decision import Decision, Outcome
-from stopline.core.integrity import head_findings
+from stopline.core.integrity import Finding, head_findings
 from stopline.core.policy import ApprovalPolicy, ApprovalRule, Policy
 from stopline.core.records import Actor, Event, Item
 from stopline.core.states import State
@@ -437,3 +437,26 @@ def unchanged(before: Item, decision: Decision) -> bool:
 def bound_digests(event: Any) -> dict[str, Any]:
     """What an event is bound to, without the seal every event carries."""
     return {k: v for k, v in event.digests.items() if k != "seal"}
+
+
+# --- edits behind the store --------------------------------------------------------------------
+
+
+def revoke(h: Harness, name: str) -> None:
+    h.actors[name] = replace(h.actors[name], active=False)
+
+
+def resealed(record: Any, **changes: Any) -> Any:
+    """An event or a ledger entry changed and hashed again, as a writer who can compute the
+    hash would leave it."""
+    changed = replace(record, **changes)
+    return replace(changed, hash=changed.computed_hash())
+
+
+def with_proposal(item: Item, **changes: Any) -> Item:
+    """``item`` with fields of its proposal replaced behind the store."""
+    return replace(item, data=item.with_data(proposal={**item.doc("proposal"), **changes}))
+
+
+def reasons_of(findings: Iterable[Finding]) -> set[str]:
+    return {f.reason for f in findings}

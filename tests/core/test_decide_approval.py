@@ -13,7 +13,16 @@ from stopline.core.policy import ApprovalPolicy, ApprovalRule, Policy
 from stopline.core.records import Actor
 from stopline.core.states import State
 
-from .helpers import APPROVER, AUTOMATION_PROPOSER, Harness, bound_digests, policy, unchanged
+from .helpers import (
+    APPROVER,
+    AUTOMATION_PROPOSER,
+    Harness,
+    bound_digests,
+    policy,
+    revoke,
+    unchanged,
+    with_proposal,
+)
 
 S = State
 
@@ -22,10 +31,6 @@ def two_of_them() -> Harness:
     h = Harness(policy=policy(approvals=2))
     h.to_awaiting()
     return h
-
-
-def revoke(h: Harness, name: str) -> None:
-    h.actors[name] = replace(h.actors[name], active=False)
 
 
 def strip_roles(h: Harness, name: str) -> None:
@@ -381,8 +386,7 @@ def test_approve_when_the_recorded_rule_is_not_the_policys_is_refused(h: Harness
     two), its policy version left as it was: the rule it names must be the rule it records."""
     h = Harness(policy=policy(approvals=2))
     h.to_awaiting()
-    proposal = {**h.it.doc("proposal"), "required_approvals": 1}
-    h.item = replace(h.it, data=h.it.with_data(proposal=proposal))
+    h.item = with_proposal(h.it, required_approvals=1)
     h.refused(Approve("alice", h.digest()), "policy_changed")
 
 
@@ -393,7 +397,7 @@ def test_an_approval_held_under_another_digest_is_voided_not_counted() -> None:
     proposal = h.it.doc("proposal")
     stale = {"actor": "bob", "at": "2026-03-01T12:00:00Z", "digest": "0" * 64, "role": APPROVER}
     stale["policy_version"] = proposal["policy_version"]
-    h.item = replace(h.it, data=h.it.with_data(proposal={**proposal, "approvals": [stale]}))
+    h.item = with_proposal(h.it, approvals=[stale])
     d = h.ok(Approve("alice", h.digest()), S.AWAITING_APPROVAL)
     assert list(d.event.detail["voided_approvals"]) == ["bob"]  # type: ignore[union-attr]
     assert [a["actor"] for a in h.it.doc("proposal")["approvals"]] == ["alice"]
@@ -420,8 +424,7 @@ def test_a_recorded_rule_without_its_count_is_refused_not_a_crash(h: Harness) ->
 def with_approvals(h: Harness, approvals: list[Any]) -> None:
     """The proposal's approvals replaced behind the store (the record's own check, at every
     load, then finds ``approval_altered``; these hold the rule behind it)."""
-    proposal = {**h.it.doc("proposal"), "approvals": approvals}
-    h.item = replace(h.it, data=h.it.with_data(proposal=proposal))
+    h.item = with_proposal(h.it, approvals=approvals)
 
 
 def test_one_approver_recorded_twice_counts_once_towards_approve() -> None:

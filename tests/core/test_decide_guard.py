@@ -19,7 +19,7 @@ from stopline.core.reasons import Reason
 from stopline.core.states import State
 from stopline.core.transitions import Cmd
 
-from .helpers import LEASE, Harness, policy
+from .helpers import LEASE, Harness, policy, revoke
 
 S = State
 BROKEN_ACTOR = Finding("actor", "alice", "roles", "actor_altered", "the row differs")
@@ -28,10 +28,6 @@ BAD_SIGNATURE = Finding("actor", "alice", "signature", Reason.SIGNATURE_INVALID,
 
 def guard(h: Harness, **fields: Any) -> Guard:
     return Guard(**{**h.lease(), **fields})
-
-
-def revoke(h: Harness, name: str) -> None:
-    h.actors[name] = replace(h.actors[name], active=False)
 
 
 def go_ahead(h: Harness, command: Guard) -> None:

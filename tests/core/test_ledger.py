@@ -38,7 +38,7 @@ from stopline.core.ledger import (
 from stopline.core.records import Event
 from stopline.core.states import State
 
-from .helpers import T0, Harness
+from .helpers import T0, Harness, reasons_of, resealed
 
 S = State
 Histories = dict[str, list[Event]]
@@ -97,26 +97,16 @@ def of_item(entries: Sequence[LedgerEntry], item_id: str) -> list[tuple[LedgerEn
     ]
 
 
-def reasons(findings: Sequence[object]) -> set[str]:
-    return {f.reason for f in findings}  # type: ignore[attr-defined]
-
-
 def verify(
     events: Mapping[str, Sequence[Event]],
     entries: Sequence[LedgerEntry],
     registry: Sequence[str] = REGISTRY_HASHES,
 ) -> set[str]:
-    return reasons(ledger_findings(entries, events, registry))
+    return reasons_of(ledger_findings(entries, events, registry))
 
 
 def before_acting(events: Histories, entries: Sequence[LedgerEntry], item_id: str) -> set[str]:
-    return reasons(item_ledger_findings(item_id, events[item_id], of_item(entries, item_id)))
-
-
-def rehashed(e: LedgerEntry, **changes: object) -> LedgerEntry:
-    """``e`` changed and sealed again, as a writer who can compute the hash would."""
-    changed = replace(e, **changes)  # type: ignore[arg-type]
-    return replace(changed, hash=changed.computed_hash())
+    return reasons_of(item_ledger_findings(item_id, events[item_id], of_item(entries, item_id)))
 
 
 # --- what is recorded ----------------------------------------------------------------------------
@@ -184,7 +174,7 @@ def test_an_entry_sealed_again_with_another_link_breaks_its_chain() -> None:
     events = histories()
     entries = recorded(events)
     i = done_entries(entries)[1]
-    entries[i] = rehashed(entries[i], prev_hash="f" * 64)
+    entries[i] = resealed(entries[i], prev_hash="f" * 64)
     assert verify(events, entries) == {LEDGER_BROKEN}
     assert before_acting(events, entries, "auto-done") == {LEDGER_BROKEN}
 
@@ -193,7 +183,7 @@ def test_a_last_entry_renumbered_and_sealed_again_is_out_of_place() -> None:
     events = histories()
     entries = recorded(events)
     i = max(i for i, e in enumerate(entries) if e.shard == entries[-1].shard)
-    entries[i] = rehashed(entries[i], n=entries[i].n + 7)
+    entries[i] = resealed(entries[i], n=entries[i].n + 7)
     assert verify(events, entries) == {LEDGER_BROKEN}
 
 
@@ -203,7 +193,7 @@ def test_an_entry_before_the_items_sealed_again_breaks_its_link() -> None:
     events = histories()
     entries = recorded(events)
     first = done_entries(entries)[0]
-    entries[first] = rehashed(entries[first], at=T0.replace(year=2030))
+    entries[first] = resealed(entries[first], at=T0.replace(year=2030))
     assert before_acting(events, entries, "auto-done") == {LEDGER_BROKEN}
 
 
@@ -220,7 +210,7 @@ def test_a_shard_cut_back_to_just_before_an_item_and_sealed_again_is_seen() -> N
     (created,) = [e for e in entries if e.item_id == "auto-new"]
     assert created.n > 1
     entries = [e for e in entries if e.shard != shard or e.n >= created.n]
-    entries = [rehashed(e, prev_hash="") if e is created else e for e in entries]
+    entries = [resealed(e, prev_hash="") if e is created else e for e in entries]
     assert before_acting(events, entries, "auto-new") == {LEDGER_BROKEN}
 
 
@@ -235,7 +225,7 @@ def relinked_without(entries: Sequence[LedgerEntry], item_id: str, seq: int) -> 
         elif e is not gone:
             before = [k for k in kept if k.shard == gone.shard]
             prev = before[-1].hash if before else ""
-            kept.append(rehashed(e, n=len(before) + 1, prev_hash=prev))
+            kept.append(resealed(e, n=len(before) + 1, prev_hash=prev))
     return kept
 
 
@@ -288,8 +278,7 @@ def test_a_recorded_event_rewritten_and_rehashed_is_seen() -> None:
     entries = recorded(events)
     history = events["auto-approved"]
     i = next(i for i, e in enumerate(history) if e.command == "approve")
-    forged = replace(history[i], actor="mallory")
-    history[i] = replace(forged, hash=forged.computed_hash())
+    history[i] = resealed(history[i], actor="mallory")
     assert EVENT_REWRITTEN in verify(events, entries)
     assert EVENT_REWRITTEN in before_acting(events, entries, "auto-approved")
 
@@ -331,7 +320,6 @@ def test_any_one_edit_of_an_acted_on_item_is_found_both_ways(edit: str, pick: in
         recorded_seqs = [e.seq for e in entries if e.item_id == "auto-done"]
         seq = recorded_seqs[pick % len(recorded_seqs)]
         i = next(i for i, e in enumerate(history) if e.seq == seq)
-        forged = replace(history[i], actor="mallory")
-        history[i] = replace(forged, hash=forged.computed_hash())
+        history[i] = resealed(history[i], actor="mallory")
     assert verify(events, entries)
     assert before_acting(events, entries, "auto-done")

@@ -36,7 +36,7 @@ from stopline.core.registry import (
     fold,
 )
 
-from .helpers import T0
+from .helpers import T0, reasons_of
 
 Change = tuple[str, str, Mapping[str, Any]]
 POLICY_DOC = {"retry": {"max_attempts": 3}}
@@ -81,10 +81,6 @@ def history() -> list[RegistryEvent]:
 def tables(registry: Registry) -> tuple[dict[str, Actor], dict[str, Token], dict[str, Any]]:
     """The tables a store keeps beside the chain, as they are when nothing was edited."""
     return dict(registry.actors), dict(registry.tokens), dict(registry.policies)
-
-
-def reasons(findings: list[Any]) -> set[str]:
-    return {f.reason for f in findings}
 
 
 # --- fold ------------------------------------------------------------------------------------------
@@ -233,6 +229,6 @@ def test_a_policy_never_registered_is_found_and_a_missing_row_is_not() -> None:
     registry = fold(history())
     actors, tokens, policies = tables(registry)
     policies["other"] = PolicyRecord("v9", {})
-    assert reasons(compare(registry, actors, tokens, policies)) == {POLICY_MISMATCH}
+    assert reasons_of(compare(registry, actors, tokens, policies)) == {POLICY_MISMATCH}
     del policies["other"], policies["auto"]
     assert compare(registry, actors, tokens, policies) == []
