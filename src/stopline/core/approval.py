@@ -126,18 +126,6 @@ def policy_reasons(ctx: Context, proposal: Mapping[str, Any]) -> list[str]:
         return [Reason.POLICY_CHANGED]
     if rule_differences(proposal, ctx.policy.approval.rule(str(proposal["action"]))):
         return [Reason.POLICY_CHANGED]
-    rule = ctx.policy.approval.rule(str(proposal.get("action")))
-    asked = {
-        "required_roles": sorted(rule.roles),
-        "required_approvals": rule.approvals,
-        "max_evidence_age": rule.max_evidence_age,
-        "separation_of_duties": rule.separation_of_duties,
-        "returners_may_approve": rule.returners_may_approve,
-    }
-    for name, value in asked.items():
-        held = proposal.get(name, value)  # a proposal from before a field existed omits it
-        if (list(held) if isinstance(held, list | tuple) else held) != value:
-            return [Reason.POLICY_CHANGED]
     return []
 
 
