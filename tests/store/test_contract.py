@@ -195,6 +195,49 @@ def test_claim_takes_only_due_work(store: Store) -> None:
     assert store.claim("w2", T0, 30) is None
 
 
+def test_a_stop_state_marked_work_by_hand_is_never_claimed(store: Store) -> None:
+    """The claims, the sweep and ``next_due`` read the state itself, not only its class
+    column: a stopped item whose ``state_class`` was edited to ``work`` is neither claimed
+    (alone or in a batch), though it is unleased, due by its time and has budget left, nor
+    swept as spent when its attempts are edited up to its budget, nor due."""
+    for key in ("stop", "spent"):
+        discover(store, key, at=T0 - 10 * S)
+        c = claimed(store, at=T0 - 10 * S)
+        needs_eyes = NeedsEyes(c.lease_owner or "", c.lease_token, "ops", "unclear")
+        assert store.apply(decide_at(c, needs_eyes, T0 - 10 * S))
+        stopped = store.get(c.id)
+        assert stopped is not None and stopped.state is State.EXCEPTION
+        assert stopped.lease_owner is None and stopped.attempts < stopped.max_attempts
+        assert stopped.next_eligible_at <= T0
+    with raw.writing(store) as cur:  # around the store's own methods
+        cur.execute("UPDATE items SET state_class = 'work'")
+        cur.execute("UPDATE items SET attempts = max_attempts WHERE key = 'spent'")
+    before = dump(store)
+    assert store.claim("w2", T0, 30) is None
+    assert store.claim_batch("w2", T0, 30, limit=10) == []
+    assert store.sweepable(T0) == []
+    assert store.next_due() is None
+    assert dump(store) == before
+
+
+def test_a_revision_whose_lease_ran_out_is_swept_not_claimed(store: Store) -> None:
+    """A step whose worker died is claimed again when its lease ends; a revision is not (its
+    writes may have half landed, so a person decides): it is sweepable instead."""
+    for key in ("step", "revision"):
+        discover(store, key, at=T0 - 10 * S)
+        claimed(store, "gone", at=T0 - 10 * S, lease=1)
+    with raw.writing(store) as cur:  # around the store's own methods
+        cur.execute("UPDATE items SET state = 'revision_prepared' WHERE key = 'revision'")
+    step = store.find("auto", "step")
+    revision = store.find("auto", "revision")
+    assert step is not None and revision is not None
+    assert [i.id for i in store.sweepable(T0)] == [revision.id]
+    got = store.claim_batch("w2", T0, 30, limit=10)
+    assert [i.id for i in got] == [step.id]
+    assert store.claim("w3", T0, 30) is None
+    assert store.get(revision.id) == revision
+
+
 def test_claim_order_and_automation_filter(store: Store) -> None:
     """Claims take the most overdue item first, and only from the automations named."""
     discover(store, "late", at=T0, automation="a")

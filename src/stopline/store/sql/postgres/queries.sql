@@ -1,4 +1,5 @@
--- Named queries of the PostgreSQL store: the names and meaning of the SQLite ones.
+-- Named queries of the PostgreSQL store: the names and meaning of the SQLite ones, but for
+-- update_item: this store writes a decision as one statement (apply_decision).
 -- Parameters are :name (turned into %(name)s on load). Times are timestamptz parameters,
 -- JSON documents jsonb ones; :automations is a text[] or NULL.
 
@@ -97,6 +98,9 @@ LEFT JOIN legacy_seals l ON l.item_id = e.item_id AND l.head = e.hash;
 -- Steps that no claim may take any more: budget spent, or a revision whose lease ran out.
 SELECT * FROM items
 WHERE state_class = 'work'
+  -- the state itself, too, as in the claim: a class column edited by hand is never swept
+  AND state IN ('observing', 'classified', 'approved', 'delivering', 'pending_readback',
+                'revision_prepared')
   AND (lease_owner IS NULL OR lease_expires_at <= :now)
   AND (attempts >= max_attempts OR (state = 'revision_prepared' AND lease_owner IS NOT NULL))
 ORDER BY next_eligible_at
@@ -127,17 +131,6 @@ VALUES (:id, :automation, :key, :state, :state_class, :version, :seq, :head, :cr
     :updated_at, :attempts, :max_attempts, :next_eligible_at, :lease_owner, :lease_token,
     :lease_expires_at, :claimed_at, :attempt_log, :data, :created_at, :severity_rank)
 ON CONFLICT (automation, key) DO NOTHING;
-
--- name: update_item
--- Compare-and-set on the version the decision was made from.
-UPDATE items SET state = :state, state_class = :state_class, version = :version, seq = :seq,
-    head = :head, updated_at = :updated_at, attempts = :attempts, max_attempts = :max_attempts,
-    next_eligible_at = :next_eligible_at, lease_owner = :lease_owner, lease_token = :lease_token,
-    lease_expires_at = :lease_expires_at, claimed_at = :claimed_at, attempt_log = :attempt_log,
-    data = :data, severity_rank = :severity_rank,
-    state_since = CASE WHEN CAST(:from_state AS text) IS NULL
-        OR CAST(:from_state AS text) <> :to_state THEN CAST(:at AS timestamptz) ELSE state_since END
-WHERE id = :id AND version = :expected_version;
 
 -- name: insert_event
 INSERT INTO events (item_id, seq, at, command, actor, from_state, to_state, reasons, digests,

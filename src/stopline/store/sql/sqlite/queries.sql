@@ -87,6 +87,9 @@ WHERE i.id IN (SELECT value FROM json_each(:ids));
 -- Steps that no claim may take any more: budget spent, or a revision whose lease ran out.
 SELECT * FROM items
 WHERE state_class = 'work'
+  -- the state itself, too, as in the claim: a class column edited by hand is never swept
+  AND state IN ('observing', 'classified', 'approved', 'delivering', 'pending_readback',
+                'revision_prepared')
   AND (lease_owner IS NULL OR lease_expires_at <= :now)
   AND (attempts >= max_attempts OR (state = 'revision_prepared' AND lease_owner IS NOT NULL))
 LIMIT :limit;
