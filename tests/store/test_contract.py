@@ -159,6 +159,22 @@ def test_stale_decision_writes_nothing(store: Store) -> None:
     assert dump(store) == before
 
 
+def test_a_decision_from_before_a_later_claim_writes_nothing(store: Store) -> None:
+    """A claim writes no event, only a new version: a worker whose lease ran out and was
+    claimed by another decides from the older version, and its decision (whose event would
+    follow the last one) is refused by the compare-and-set alone, on either path."""
+    discover(store, "k1")
+    late = claimed(store, "w1", at=T0, lease=1)
+    stale = observe(late, T0 + S / 2)  # decided while its lease held
+    taken = claimed(store, "w2", at=T0 + 2 * S)
+    assert taken.id == late.id and taken.seq == late.seq and taken.version > late.version
+    before = dump(store)
+    assert not store.apply(stale)
+    assert store.apply_many([stale]) == [False]
+    assert dump(store) == before
+    assert store.apply_many([observe(taken, T0 + 3 * S)]) == [True]
+
+
 # --- claims and leases --------------------------------------------------------------------------
 
 
