@@ -5,8 +5,9 @@ transaction in one round trip: the claim, and an applied decision (the compare-a
 plus its event, as one ``WITH ... UPDATE ... INSERT`` statement). Every other write is one
 transaction on a pooled connection (``BEGIN`` .. ``COMMIT``, rolled back on any error); reads run in autocommit, one snapshot per statement. The default
 isolation (READ COMMITTED) is enough: every write is guarded by a compare-and-set on the item
-version, the claim locks its row with ``FOR UPDATE SKIP LOCKED``, and actor changes take an
-advisory lock (see ``upsert_actor`` in ``sql/postgres/queries.sql``).
+version, the claim locks its row with ``FOR UPDATE SKIP LOCKED``, and registry changes (actors,
+tokens, policies) and ledger appends take advisory locks (``lock_registry``, ``lock_ledger``
+in ``sql/postgres/queries.sql``), so neither chain forks.
 
 Reconnecting. A connection taken from the pool after sitting idle for more than
 ``CHECK_IDLE`` seconds is checked first (an empty query, one round trip); a broken one goes back

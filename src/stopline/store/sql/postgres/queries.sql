@@ -191,12 +191,9 @@ SELECT * FROM actors ORDER BY name;
 SELECT * FROM actors WHERE name = :name;
 
 -- name: upsert_actor
--- The first statement of an actor change takes the actor-log lock (held to commit), so the
--- statements after it (read the last hash, append the event) see every earlier change: the
--- chain never forks. SQLite gets the same from BEGIN IMMEDIATE.
-WITH serial AS (SELECT pg_advisory_xact_lock(hashtext('stopline.actor_events')))
+-- Sent after lock_registry, in its transaction, as every registry change is.
 INSERT INTO actors (name, roles, active, created_at, updated_at)
-SELECT :name, :roles, :active, :at, :at FROM serial
+VALUES (:name, :roles, :active, :at, :at)
 ON CONFLICT (name) DO UPDATE SET roles = excluded.roles, active = excluded.active,
     updated_at = excluded.updated_at;
 
