@@ -254,6 +254,19 @@ def test_a_revision_whose_lease_ran_out_is_swept_not_claimed(store: Store) -> No
     assert store.get(revision.id) == revision
 
 
+def test_next_due_waits_for_a_live_lease_to_end(store: Store) -> None:
+    """A leased step is next due when its lease ends, not at its (earlier) due time: a
+    worker that waited only for that would wake at once, again and again, and find nothing.
+    On the last attempt too, since a dead worker's lease is swept when it ends."""
+    discover(store, "k1", at=T0 - 10 * S)
+    claimed(store, "w1", at=T0, lease=30)
+    assert store.next_due() == T0 + 30 * S
+    discover(store, "last", at=T0 - 10 * S, policy=Policy(retry=RetryPolicy(max_attempts=1)))
+    claimed(store, "w2", at=T0, lease=20)
+    assert store.next_due() == T0 + 20 * S
+    assert store.next_due(["auto"]) == T0 + 20 * S
+
+
 def test_claim_order_and_automation_filter(store: Store) -> None:
     """Claims take the most overdue item first, and only from the automations named."""
     discover(store, "late", at=T0, automation="a")
