@@ -53,7 +53,8 @@ def _approve(vault: Vault, key: str, actor: str) -> dict[str, Any]:
 
 def test_edited_params_on_an_approved_item_never_run(vault_copy: Callable[[str], Vault]) -> None:
     """Params edited by SQL under an approved digest: verify names the item, and the worker
-    stops it at ``exception`` (``integrity_failed``) without calling the execute hook."""
+    stops it at ``exception`` (``integrity_failed``) where it stands, in ``approved``: it
+    never reaches ``delivering`` and the execute hook is never called."""
     vault = vault_copy("params")
     attacker = Attacker(vault.url)
     try:
@@ -67,8 +68,10 @@ def test_edited_params_on_an_approved_item_never_run(vault_copy: Callable[[str],
     vault.run_once()
     assert _executed(vault, "pay-approved") == []
     assert vault.states()["pay-approved"] == "exception"
-    last = _events(vault, "pay-approved")[-1]
-    assert last["command"] == "integrity_failed"
+    events = _events(vault, "pay-approved")
+    assert "delivering" not in {e["to_state"] for e in events}
+    last = events[-1]
+    assert (last["command"], last["from_state"]) == ("integrity_failed", "approved")
     assert "integrity_failed" in last["reasons"]
 
 
@@ -256,6 +259,44 @@ def test_a_retry_rechecks_authority(vault_copy: Callable[[str], Vault]) -> None:
     last = _events(vault, "pay-waiting")[-1]
     assert last["command"] == "recheck_failed"
     assert {"actor_unknown", "approvals_missing"} <= set(last["reasons"]), last
+
+
+def test_a_registry_edited_while_the_execute_hook_runs_stops_the_create(
+    vault_copy: Callable[[str], Vault],
+) -> None:
+    """The check before acting runs again before each remote write, not only before the
+    execute hook: an actor's roles written by SQL while a new note's execute hook runs (after
+    the check before the hook passed) stop the note at ``exception`` before its create."""
+    vault = vault_copy("create-guard")
+    attacker = Attacker(vault.url)
+    try:
+        attacker.sql("DELETE FROM schedules")  # discovery due again: the new key is found
+    finally:
+        attacker.close()
+    gate = vault.root / "gate"
+    env = {
+        "STOPLINE_TEST_KEYS": "note-new",
+        "STOPLINE_TEST_PARK": "execute",
+        "STOPLINE_TEST_PARK_KEY": "note-new",
+        "STOPLINE_TEST_GATE": str(gate),
+    }
+    worker = vault.start("run", VAULT_APP, "--once", "--linger", "2", "--json", env=env)
+    wait_for(lambda: Path(f"{gate}.parked").exists(), 120, "the execute hook to park")
+    attacker = Attacker(vault.url)
+    try:
+        attacker.sql(
+            "UPDATE actors SET roles = :roles WHERE name = 'dana'",
+            {"roles": attacker.json(["approver", "viewer"])},
+        )
+    finally:
+        attacker.close()
+    gate.write_text("go")
+    assert worker.wait(120) == 0, worker.output()
+    item = vault.item("note-new")
+    assert [e["call"] for e in vault.acting() if e.get("item") == item.id] == ["execute"]
+    assert vault.states()["note-new"] == "exception"
+    last = _events(vault, "note-new")[-1]
+    assert (last["command"], last["from_state"]) == ("integrity_failed", "delivering"), last
 
 
 # --- a revision that cannot run still reopens the job ---------------------------------------
