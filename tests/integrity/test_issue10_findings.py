@@ -299,6 +299,40 @@ def test_a_registry_edited_while_the_execute_hook_runs_stops_the_create(
     assert (last["command"], last["from_state"]) == ("integrity_failed", "delivering"), last
 
 
+def test_a_registry_edited_while_the_revise_hook_runs_stops_the_update(
+    vault_copy: Callable[[str], Vault],
+) -> None:
+    """The same before an update: an actor's roles written by SQL while the revise hook of a
+    completed note runs stop the revision at ``exception`` before its update."""
+    vault = vault_copy("update-guard")
+    vault.cli_json(
+        "revise", "vault/note-done", "--actor", "carol", "--reason", "clearer", "--artifact", "note"
+    )
+    gate = vault.root / "gate"
+    env = {
+        "STOPLINE_TEST_PARK": "revise",
+        "STOPLINE_TEST_PARK_KEY": "note-done",
+        "STOPLINE_TEST_GATE": str(gate),
+    }
+    before = len(vault.acting())
+    worker = vault.start("run", VAULT_APP, "--once", "--linger", "2", "--json", env=env)
+    wait_for(lambda: Path(f"{gate}.parked").exists(), 120, "the revise hook to park")
+    attacker = Attacker(vault.url)
+    try:
+        attacker.sql(
+            "UPDATE actors SET roles = :roles WHERE name = 'dana'",
+            {"roles": attacker.json(["approver", "viewer"])},
+        )
+    finally:
+        attacker.close()
+    gate.write_text("go")
+    assert worker.wait(120) == 0, worker.output()
+    assert "update" not in {e["call"] for e in vault.acting()[before:]}
+    assert vault.states()["note-done"] == "exception"
+    last = _events(vault, "note-done")[-1]
+    assert (last["command"], last["from_state"]) == ("integrity_failed", "revision_prepared")
+
+
 # --- a revision that cannot run still reopens the job ---------------------------------------
 
 
