@@ -203,6 +203,28 @@ def test_a_target_that_stores_something_else_stops_the_delivery(env: Env) -> Non
     env.refused(["finalize", ITEM], ["not_completed"])
 
 
+def test_an_object_gone_before_its_readback_is_evidence_not_a_failed_read(env: Env) -> None:
+    """Delivered, then one object removed behind stopline's back before the readback: the
+    other is still read, and the core stops the item at ``exception`` saying which object is
+    missing (``remote_identity_missing``), where a failed read would say nothing of them."""
+    done = env.work_cli(crash="delivered")
+    assert done.returncode == 137, done.stderr
+    item = env.show()
+    assert item["state"] == "pending_readback"
+    gone = by_key(item)["article-2"]["remote_id"]
+    env.site.hide(gone)
+    env.expire_leases()
+    env.work()
+    item = env.show()
+    assert item["state"] == "exception"
+    last = env.history()[-1]
+    assert (last["command"], last["reasons"]) == ("needs_eyes", ["remote_identity_missing"])
+    assert last["detail"]["mismatches"] == {"article-2": {"missing": True}}
+    assert item["exception"]["evidence"] == {"article-2": {"missing": True}}
+    reads = [c["arg"] for c in env.calls("read")]
+    assert set(reads[-2:]) == {a["remote_id"] for a in item["artifacts"]}
+
+
 def test_same_request_resumes_and_a_new_request_opens_the_next_sequence(env: Env) -> None:
     """revision_failed resumes only with the same request; after completion a new one opens."""
     before = by_key(env.deliver())
