@@ -175,6 +175,38 @@ def test_a_decision_from_before_a_later_claim_writes_nothing(store: Store) -> No
     assert store.apply_many([observe(taken, T0 + 3 * S)]) == [True]
 
 
+def test_a_group_a_statement_fails_in_is_written_one_decision_at_a_time(store: Store) -> None:
+    """One decision of a group whose event cannot be written (an event at its place was
+    inserted by hand) rolls the group's transaction back; the store then writes each decision
+    on its own, so the others still commit and only that one is refused."""
+    from stopline.core.records import Event
+
+    discover(store, "good")
+    good = claimed(store)
+    discover(store, "bad")
+    bad = claimed(store)
+    squatter = Event.sealed(
+        item_id=bad.id,
+        seq=bad.seq + 1,
+        at=T0,
+        command="reconcile",
+        actor="mallory",
+        from_state=bad.state,
+        to_state=bad.state,
+        reasons=(),
+        digests={},
+        detail={},
+        prev_hash=bad.head,
+    )
+    with raw.writing(store) as cur:  # around the store's own methods
+        cur.execute(store.q["insert_event"], raw.event_row(store, squatter))  # type: ignore[attr-defined]
+    before = store.get(bad.id)
+    assert store.apply_many([observe(good, T0 + S), observe(bad, T0 + S)]) == [True, False]
+    written = store.get(good.id)
+    assert written is not None and written.state is State.CLASSIFIED
+    assert store.get(bad.id) == before
+
+
 # --- claims and leases --------------------------------------------------------------------------
 
 
