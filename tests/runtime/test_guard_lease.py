@@ -86,3 +86,38 @@ def test_a_lease_the_row_shows_run_out_is_never_acted_on(
     assert after is not None and after.version == item.version
     assert after.lease_expires_at == T0 + timedelta(seconds=expires)
     assert [e.seq for e in store.history(item.id)] == [1]
+
+
+class _RenewalRefused:
+    """The store as it is, but for a refused renewal: the lease ran out, or another claim
+    took it, between the read before acting and the renewal."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def renew(self, *args: object, **kwargs: object) -> bool:
+        return False
+
+
+def test_a_renewal_refused_before_acting_is_never_acted_on(store: Store) -> None:
+    """The row read before acting shows the lease live with a second left, so the worker
+    renews it first; the renewal is refused. The check raises :class:`LeaseLost` (the row's
+    second left is no licence to act) and writes nothing."""
+    discover(store, "k1")
+    item = store.claim("w1", T0, LEASE)
+    assert item is not None
+    worker = Worker(
+        _RenewalRefused(store),  # type: ignore[arg-type]
+        _app(),
+        worker_id="w1",
+        clock=lambda: T0 + timedelta(seconds=LEASE - 1),
+        renew=False,
+        host_trust=False,
+    )
+    with pytest.raises(LeaseLost):
+        worker.guard(LeaseHolder(item))
+    assert store.get(item.id) == item
+    assert [e.seq for e in store.history(item.id)] == [1]
