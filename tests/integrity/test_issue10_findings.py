@@ -75,6 +75,33 @@ def test_edited_params_on_an_approved_item_never_run(vault_copy: Callable[[str],
     assert "integrity_failed" in last["reasons"]
 
 
+def test_an_earlier_event_altered_in_place_is_never_acted_on(
+    vault_copy: Callable[[str], Vault],
+) -> None:
+    """An event before the head (the observation, which the ledger does not record) edited
+    in place: the row, its head and the ledger all agree, but the history does not hold up.
+    verify names the event, and the worker stops the item at ``exception`` before the
+    execute hook (the check before acting holds the whole history against the item)."""
+    vault = vault_copy("earlier-event")
+    item = vault.item("pay-approved")
+    observed = [e for e in _events(vault, "pay-approved") if e["command"] == "observe"]
+    assert len(observed) == 1 and observed[0]["seq"] < item.seq
+    attacker = Attacker(vault.url)
+    try:
+        attacker.sql(
+            "UPDATE events SET actor = 'mallory' WHERE item_id = :id AND seq = :seq",
+            {"id": item.id, "seq": observed[0]["seq"]},
+        )
+    finally:
+        attacker.close()
+    assert ("event", "event_altered") in _finding_reasons(vault)
+    vault.run_once()
+    assert _executed(vault, "pay-approved") == []
+    assert vault.states()["pay-approved"] == "exception"
+    last = _events(vault, "pay-approved")[-1]
+    assert last["command"] == "integrity_failed"
+
+
 # --- forged authority is not seen -------------------------------------------------------------
 
 
