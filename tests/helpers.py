@@ -142,15 +142,14 @@ def stop_in_exception(store: Store, key: str, at: datetime, automation: str = "a
     return decision.after
 
 
-def stay(store: Store, item: Item, at: datetime) -> None:
-    """Append an event that leaves a stopped item in its state (the store does not judge
-    transitions; the core's reconcile of an exception is such an event)."""
-    event = Event.sealed(
+def reconcile_event(item: Item, at: datetime, actor: str = "olivia") -> Event:
+    """The event after ``item``'s head that leaves it in its state (a reconcile)."""
+    return Event.sealed(
         item_id=item.id,
         seq=item.seq + 1,
         at=at,
         command="reconcile",
-        actor="olivia",
+        actor=actor,
         from_state=item.state,
         to_state=item.state,
         reasons=(),
@@ -158,6 +157,18 @@ def stay(store: Store, item: Item, at: datetime) -> None:
         detail={},
         prev_hash=item.head,
     )
+
+
+def insert_by_hand(store: Store, event: Event) -> None:
+    """Write ``event`` into the events table around the store's methods (the row unchanged)."""
+    with raw.writing(store) as cur:
+        cur.execute(store.q["insert_event"], raw.event_row(store, event))  # type: ignore[attr-defined]
+
+
+def stay(store: Store, item: Item, at: datetime) -> None:
+    """Append an event that leaves a stopped item in its state (the store does not judge
+    transitions; the core's reconcile of an exception is such an event)."""
+    event = reconcile_event(item, at)
     after = replace(item, version=item.version + 1, seq=event.seq, head=event.hash, updated_at=at)
     decision = Decision(Outcome.APPLIED, (), item.id, item.state, item, after, event)
     assert store.apply(decision)

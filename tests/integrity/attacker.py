@@ -198,3 +198,16 @@ class Attacker:
         """A registry event appended at the end of the chain with a correct hash."""
         with self.transaction() as cur:
             raw.append_registry_event(self.store, cur, subject, change, detail, at)
+
+
+def forge_roles(url: str, actor: str, roles: list[str]) -> None:
+    """Write ``actor``'s roles into the actors table by hand: a registry row no event of
+    its chain made."""
+    attacker = Attacker(url)
+    try:
+        attacker.sql(
+            "UPDATE actors SET roles = :roles WHERE name = :name",
+            {"roles": attacker.json(roles), "name": actor},
+        )
+    finally:
+        attacker.close()

@@ -8,7 +8,7 @@ from stopline.runtime.loader import load_app
 from stopline.runtime.scheduler import Scheduler
 from stopline.store import open_store
 
-from .attacker import Attacker
+from .attacker import Attacker, forge_roles
 from .lab import VAULT_APP, Vault
 
 
@@ -67,14 +67,7 @@ def test_a_legitimate_registry_change_does_not_carry_a_forged_role(
     the registry records the roles its chain held plus the new one, never the forged role,
     so she still may not approve (and the table agrees with the chain again)."""
     vault = vault_copy("launder")
-    attacker = Attacker(vault.url)
-    try:
-        attacker.sql(
-            "UPDATE actors SET roles = :roles WHERE name = 'dana'",
-            {"roles": attacker.json(["approver", "viewer"])},
-        )
-    finally:
-        attacker.close()
+    forge_roles(vault.url, "dana", ["approver", "viewer"])
     added = vault.cli_json("actors", "add", "dana", "--role", "reviewer")
     assert added["roles"] == ["reviewer", "viewer"]
     assert vault.verify()["ok"]

@@ -20,7 +20,7 @@ import pytest
 
 from proc import wait_for
 
-from .attacker import Attacker
+from .attacker import Attacker, forge_roles
 from .lab import VAULT_APP, Vault
 
 S_PER_LEASE = "2"  # a short lease for the lease tests
@@ -137,14 +137,7 @@ def test_a_forged_approval_entry_does_not_count(vault_copy: Callable[[str], Vaul
 def test_roles_written_into_the_table_grant_nothing(vault_copy: Callable[[str], Vault]) -> None:
     """``UPDATE actors SET roles`` does not let a viewer approve; verify names the actor."""
     vault = vault_copy("viewer")
-    attacker = Attacker(vault.url)
-    try:
-        attacker.sql(
-            "UPDATE actors SET roles = :roles WHERE name = 'dana'",
-            {"roles": attacker.json(["approver", "viewer"])},
-        )
-    finally:
-        attacker.close()
+    forge_roles(vault.url, "dana", ["approver", "viewer"])
     assert ("actor", "registry_mismatch") in _finding_reasons(vault, "dana")
     answer = _approve(vault, "pay-waiting", "dana")
     assert answer["decision"] == "refused"
@@ -288,6 +281,22 @@ def test_a_retry_rechecks_authority(vault_copy: Callable[[str], Vault]) -> None:
     assert {"actor_unknown", "approvals_missing"} <= set(last["reasons"]), last
 
 
+def _forge_a_role_while_parked(vault: Vault, hook: str, key: str, **env: str) -> None:
+    """Run the worker until ``hook`` parks on ``key``; forge a role meanwhile; let the hook
+    return, and wait for the worker to end."""
+    gate = vault.root / "gate"
+    park = {
+        "STOPLINE_TEST_PARK": hook,
+        "STOPLINE_TEST_PARK_KEY": key,
+        "STOPLINE_TEST_GATE": str(gate),
+    }
+    worker = vault.start("run", VAULT_APP, "--once", "--linger", "2", "--json", env={**env, **park})
+    wait_for(lambda: Path(f"{gate}.parked").exists(), 120, f"the {hook} hook to park")
+    forge_roles(vault.url, "dana", ["approver", "viewer"])
+    gate.write_text("go")
+    assert worker.wait(120) == 0, worker.output()
+
+
 def test_a_registry_edited_while_the_execute_hook_runs_stops_the_create(
     vault_copy: Callable[[str], Vault],
 ) -> None:
@@ -300,25 +309,7 @@ def test_a_registry_edited_while_the_execute_hook_runs_stops_the_create(
         attacker.sql("DELETE FROM schedules")  # discovery due again: the new key is found
     finally:
         attacker.close()
-    gate = vault.root / "gate"
-    env = {
-        "STOPLINE_TEST_KEYS": "note-new",
-        "STOPLINE_TEST_PARK": "execute",
-        "STOPLINE_TEST_PARK_KEY": "note-new",
-        "STOPLINE_TEST_GATE": str(gate),
-    }
-    worker = vault.start("run", VAULT_APP, "--once", "--linger", "2", "--json", env=env)
-    wait_for(lambda: Path(f"{gate}.parked").exists(), 120, "the execute hook to park")
-    attacker = Attacker(vault.url)
-    try:
-        attacker.sql(
-            "UPDATE actors SET roles = :roles WHERE name = 'dana'",
-            {"roles": attacker.json(["approver", "viewer"])},
-        )
-    finally:
-        attacker.close()
-    gate.write_text("go")
-    assert worker.wait(120) == 0, worker.output()
+    _forge_a_role_while_parked(vault, "execute", "note-new", STOPLINE_TEST_KEYS="note-new")
     item = vault.item("note-new")
     assert [e["call"] for e in vault.acting() if e.get("item") == item.id] == ["execute"]
     assert vault.states()["note-new"] == "exception"
@@ -335,25 +326,8 @@ def test_a_registry_edited_while_the_revise_hook_runs_stops_the_update(
     vault.cli_json(
         "revise", "vault/note-done", "--actor", "carol", "--reason", "clearer", "--artifact", "note"
     )
-    gate = vault.root / "gate"
-    env = {
-        "STOPLINE_TEST_PARK": "revise",
-        "STOPLINE_TEST_PARK_KEY": "note-done",
-        "STOPLINE_TEST_GATE": str(gate),
-    }
     before = len(vault.acting())
-    worker = vault.start("run", VAULT_APP, "--once", "--linger", "2", "--json", env=env)
-    wait_for(lambda: Path(f"{gate}.parked").exists(), 120, "the revise hook to park")
-    attacker = Attacker(vault.url)
-    try:
-        attacker.sql(
-            "UPDATE actors SET roles = :roles WHERE name = 'dana'",
-            {"roles": attacker.json(["approver", "viewer"])},
-        )
-    finally:
-        attacker.close()
-    gate.write_text("go")
-    assert worker.wait(120) == 0, worker.output()
+    _forge_a_role_while_parked(vault, "revise", "note-done")
     assert "update" not in {e["call"] for e in vault.acting()[before:]}
     assert vault.states()["note-done"] == "exception"
     last = _events(vault, "note-done")[-1]

@@ -179,27 +179,13 @@ def test_a_group_a_statement_fails_in_is_written_one_decision_at_a_time(store: S
     """One decision of a group whose event cannot be written (an event at its place was
     inserted by hand) rolls the group's transaction back; the store then writes each decision
     on its own, so the others still commit and only that one is refused."""
-    from stopline.core.records import Event
+    from helpers import insert_by_hand, reconcile_event
 
     discover(store, "good")
     good = claimed(store)
     discover(store, "bad")
     bad = claimed(store)
-    squatter = Event.sealed(
-        item_id=bad.id,
-        seq=bad.seq + 1,
-        at=T0,
-        command="reconcile",
-        actor="mallory",
-        from_state=bad.state,
-        to_state=bad.state,
-        reasons=(),
-        digests={},
-        detail={},
-        prev_hash=bad.head,
-    )
-    with raw.writing(store) as cur:  # around the store's own methods
-        cur.execute(store.q["insert_event"], raw.event_row(store, squatter))  # type: ignore[attr-defined]
+    insert_by_hand(store, reconcile_event(bad, T0, "mallory"))
     before = store.get(bad.id)
     assert store.apply_many([observe(good, T0 + S), observe(bad, T0 + S)]) == [True, False]
     written = store.get(good.id)
@@ -584,9 +570,7 @@ def test_the_event_log_is_append_only(store: Store) -> None:
 def test_current_reads_the_item_its_head_and_its_seal_together(store: Store) -> None:
     """``current`` is ``get`` and ``head`` in one read, including for a missing item and for
     an item whose last event is not the one its row points at."""
-    from helpers import stay, stop_in_exception
-    from stopline.core.records import Event
-    from stopline.store import raw
+    from helpers import insert_by_hand, reconcile_event, stay, stop_in_exception
 
     assert store.current("nope") == (None, None, None)
     item = stop_in_exception(store, "k", T0)
@@ -595,21 +579,10 @@ def test_current_reads_the_item_its_head_and_its_seal_together(store: Store) -> 
     assert head is not None and legacy is None
     assert store.current(item.id) == (store.get(item.id), head, None)
     # an event appended by hand, which the row does not point at: the head is by sequence
-    extra = Event.sealed(
-        item_id=item.id,
-        seq=head.seq + 1,
-        at=T0 + timedelta(seconds=9),
-        command="reconcile",
-        actor="mallory",
-        from_state=item.state,
-        to_state=item.state,
-        reasons=(),
-        digests={},
-        detail={},
-        prev_hash=head.hash,
-    )
-    with raw.writing(store) as cur:
-        cur.execute(store.q["insert_event"], raw.event_row(store, extra))  # type: ignore[attr-defined]
+    row = store.get(item.id)
+    assert row is not None and row.head == head.hash
+    extra = reconcile_event(row, T0 + timedelta(seconds=9), "mallory")
+    insert_by_hand(store, extra)
     got, got_head, _ = store.current(item.id)
     assert got == store.get(item.id) and got is not None and got.seq == head.seq
     assert got_head == extra == store.head(item.id)[0]
