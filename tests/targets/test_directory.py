@@ -157,6 +157,30 @@ def test_folder_of_another_key_is_not_taken_for_this_key(target: DirectoryTarget
         target.create(make(), "key-b")
 
 
+class _LateLooker(DirectoryTarget):
+    """A target whose first look for a key misses: another creator's rename lands between
+    this create's look and its own rename."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.looks = 0
+
+    def find(self, idempotency_key: str):  # type: ignore[no-untyped-def]
+        self.looks += 1
+        return None if self.looks == 1 else super().find(idempotency_key)
+
+
+def test_a_create_that_loses_the_rename_returns_the_winners_object(tmp_path: Path) -> None:
+    """Two creates of one key race: the loser's rename meets the winner's folder, and it
+    returns the winner's object (found by its key) instead of failing or writing a second."""
+    winner = DirectoryTarget(tmp_path / "t").create(make(body="first"), "key")
+    late = _LateLooker(tmp_path / "t")
+    assert late.create(make(body="second"), "key") == winner
+    assert late.looks == 2
+    assert late.read(winner.remote_id).body == "first"
+    assert [p.name for p in late.root.iterdir()] == [winner.remote_id]
+
+
 def test_incomplete_folder_is_not_reported_absent(target: DirectoryTarget) -> None:
     """A slug folder without its files is an error for find, never 'none'."""
     (target.root / key_slug("key")).mkdir()
