@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stopline.core.artifacts import Artifact, Asset
-from stopline.targets.base import RemoteMissing, TargetError
+from stopline.targets.base import RemoteMissing, RemoteRef, TargetError
 from stopline.targets.directory import (
     ASSETS_DIR,
     OBJECT_FILE,
@@ -165,7 +165,7 @@ class _LateLooker(DirectoryTarget):
         super().__init__(root)
         self.looks = 0
 
-    def find(self, idempotency_key: str):  # type: ignore[no-untyped-def]
+    def find(self, idempotency_key: str) -> RemoteRef | None:
         self.looks += 1
         return None if self.looks == 1 else super().find(idempotency_key)
 
