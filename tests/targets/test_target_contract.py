@@ -215,7 +215,24 @@ def test_hostile_titles_and_summaries_round_trip_exactly(harness: Harness) -> No
 
 @pytest.mark.parametrize(
     "remote_id",
-    ["../x", "/etc/passwd", "", ".", "..", "a/b", "x\x00y", "X" * 300, "../../etc/passwd"],
+    [
+        "../x",
+        "/etc/passwd",
+        "",
+        ".",
+        "..",
+        "a/b",
+        "x\x00y",
+        "X" * 300,
+        "../../etc/passwd",
+        # a well-made name inside something more: only the name itself may address an object
+        "../other-0123456789abcdef01234567.json",
+        "a/other-0123456789abcdef01234567.json",
+        "other-0123456789abcdef01234567.json/../../x",
+        "other-0123456789abcdef01234567.json?x=1",
+        "other-0123456789abcdef01234567.json#x",
+        " other-0123456789abcdef01234567.json",
+    ],
 )
 def test_invalid_remote_ids_are_refused_without_touching_anything(
     harness: Harness, remote_id: str

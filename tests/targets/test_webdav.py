@@ -135,7 +135,7 @@ def test_update_of_resource_locked_by_another_client_fails_unchanged(
     lock = client.request("LOCK", url, headers={"Timeout": "Second-30"}, content=LOCK_BODY)
     assert lock.status_code == 200
     try:
-        with pytest.raises(TargetError):
+        with pytest.raises(TargetError, match="locked by another writer"):
             target.update(ref, make(body="v2"))
     finally:
         client.request("UNLOCK", url, headers={"Lock-Token": lock.headers["Lock-Token"]})
@@ -153,7 +153,23 @@ def test_update_releases_its_lock(target: WebDAVTarget, client: httpx.Client) ->
     assert put.status_code == 204
 
 
-@pytest.mark.parametrize("content", [b"", b"{", b"[]", b'{"title": 1}', b"\xff\xfe"])
+STORED = {"title": "T", "summary": "S", "body": "B", "idempotency_key": "corrupt"}
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"{",
+        b"[]",
+        b'{"title": 1}',
+        b"\xff\xfe",
+        json.dumps({**STORED, "assets": [], "extra": 1}).encode(),  # a field of nobody's
+        json.dumps(  # asset data that is not base64 (a lenient decoder would drop the "!")
+            {**STORED, "assets": [{"name": "a", "media_type": "x/y", "data_base64": "AA!E="}]}
+        ).encode(),
+    ],
+)
 def test_corrupt_or_partial_document_is_an_error(
     target: WebDAVTarget, client: httpx.Client, content: bytes
 ) -> None:
