@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from integrity.attacker import forge_roles
 from stopline.cli.main import main
 from stopline.store.queries import migrations
 
@@ -92,6 +93,21 @@ def test_show_json_has_the_contract_fields(
     assert [a["key"] for a in digest_item["artifacts"]] == ["article-1", "article-2"]
     for art in digest_item["artifacts"]:
         assert art["readback_hash"] == art["content_hash"] and art["remote_id"]
+
+
+def test_show_names_approvers_as_the_registry_chain_records_them(
+    demo_db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Who may still approve comes from the registry chain, as the decision does: dana (a
+    viewer) given the approver role by hand in the actors table is not named."""
+    _, before = run_json(capsys, "show", "service-health/checkout-api", "--db", demo_db)
+    assert before["proposal"]["outlook"]["eligible"] == ["bob"]
+    forge_roles(demo_db, "dana", ["approver", "viewer"])
+    _, after = run_json(capsys, "show", "service-health/checkout-api", "--db", demo_db)
+    assert after["proposal"]["outlook"] == before["proposal"]["outlook"]
+    _, listed = run_json(capsys, "items", "--db", demo_db)
+    row = next(r for r in listed["items"] if r["key"] == "checkout-api")
+    assert "dana" not in json.dumps(row)
 
 
 def test_unknown_item_is_refused_with_exit_3(

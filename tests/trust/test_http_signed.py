@@ -14,6 +14,7 @@ import httpx
 from proc import free_port
 from server.httphelp import Server, sign_in, start_serve
 from stopline.controller import utcnow
+from stopline.store import raw
 from stopline.trust.documents import Signed
 
 from .signedlab import SignedLab, execute_sql, store_time
@@ -136,3 +137,30 @@ def test_a_token_written_into_the_database_authenticates_nobody(lab: SignedLab) 
                 answer = c.post("/signin", data={"csrf": csrf, "token": value})
                 assert answer.status_code == 401
     assert lab.item().seq == 3
+
+
+def test_a_proxy_header_names_only_a_certified_actor(lab: SignedLab) -> None:
+    """A trusted proxy header in signed mode names an actor the trust root certified (alice),
+    never one whose row was written into the actors table (mallory, an approver); and once
+    such a row is there, nobody: the registry no longer verifies, as for a token."""
+
+    def inbox_as(server: Server, name: str) -> int:
+        headers = {"X-Remote-User": name}
+        return httpx.get(f"{server.base}/inbox", headers=headers, timeout=20).status_code
+
+    with serving(lab, STOPLINE_TRUST_PROXY_HEADER="X-Remote-User") as server:
+        assert inbox_as(server, "alice") == 200
+        assert inbox_as(server, "mallory") == 303
+        with lab.store() as store:
+            execute_sql(
+                store,
+                "INSERT INTO actors (name, roles, active, created_at, updated_at)"
+                " VALUES ('mallory', :roles, :yes, :at, :at)",
+                {
+                    "roles": raw.json_value(store, ["approver"]),
+                    "yes": True,
+                    "at": store_time(store, utcnow()),
+                },
+            )
+        assert inbox_as(server, "mallory") == 303
+        assert inbox_as(server, "alice") == 303

@@ -23,7 +23,7 @@ def cmd_items(args: argparse.Namespace, store: Store, out: Out) -> int:
             f"unknown state {args.state!r}; one of {', '.join(s.value for s in State)}"
         )
     items = store.list_items(state=args.state, automation=args.automation, limit=args.limit)
-    actors = store.actors()
+    actors = Controller(store).deciding_actors()
     rows = [
         (
             i.id,
@@ -64,7 +64,7 @@ def cmd_show(args: argparse.Namespace, store: Store, out: Out) -> int:
     item = _item_or_refuse(controller, args.item, out)
     if item is None:
         return EXIT_REFUSED
-    actors = store.actors()
+    actors = controller.deciding_actors()
     view = item_view(item, actors)
     text = render.show_text(view, controller.clock(), why(item, actors))
     notes = render.note_views(store.history(item.id))

@@ -80,7 +80,7 @@ def explanation_of(
     proposals = []
     if item is not None:
         proposals = [p for p in (item.doc("proposal"), item.doc("previous_proposal")) if p]
-    ctx = Context(controller.clock(), policy, store.actors())
+    ctx = Context(controller.clock(), policy, controller.deciding_actors())
     found = explain(Case(item, command, decision.reasons, ctx, ref, proposals))
     if decision.explanation:  # what the command layer found (signature, integrity): first
         return Explanation((*decision.explanation, *found.sentences), found.details)

@@ -137,7 +137,7 @@ async def items_endpoint(request: Request) -> Response:
         return error(422, "invalid_input", "invalid filters", problems)
     s = shared(request)
     items = await run_in_threadpool(list_items, s, filters)
-    actors = await run_in_threadpool(s.store.actors)
+    actors = await run_in_threadpool(s.controller.deciding_actors)
     return JSONResponse({"items": [_summary(s, i, actors) for i in items]})
 
 
@@ -168,7 +168,7 @@ async def item_endpoint(request: Request) -> Response:
     if isinstance(item, Response):
         return item
     s = shared(request)
-    actors = await run_in_threadpool(s.store.actors)
+    actors = await run_in_threadpool(s.controller.deciding_actors)
     return JSONResponse(
         {
             **item_view(item, actors),

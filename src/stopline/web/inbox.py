@@ -60,7 +60,7 @@ def _page(s: Shared, f: listing.Filters, actor: Actor | None) -> listing.Page:
 def _model(s: Shared, f: listing.Filters, actor: Actor | None) -> dict[str, Any]:
     page = _page(s, f, actor)
     now = s.now()
-    actors = s.store.actors()
+    actors = s.controller.deciding_actors()
     limit = s.settings.overdue_after
     rows = []
     for r in page.rows:

@@ -36,7 +36,7 @@ def _page_model(v: Visit, ref: str) -> dict[str, Any] | None:
         v.s.store.policy(item.automation),
         v.s.settings.read_only,
         v.may_command,
-        v.s.store.actors(),
+        v.s.controller.deciding_actors(),
         v.s.store.insights.stopped_since(item.id),
     )
 

@@ -2,7 +2,8 @@
 
 The cookie (HttpOnly, SameSite=Strict) holds a random session id and, once signed in, the
 hash of the token used (never the token). Every request re-checks that hash against the
-token table, so a revoked token or actor ends its sessions at once. With
+registry chain, as the API checks a token, so a revoked token or actor ends its sessions at
+once. With
 ``STOPLINE_TRUST_PROXY_HEADER`` set, a request carrying that header is the actor it names.
 """
 
@@ -89,25 +90,19 @@ def proxy_actor(request: Request, s: Shared) -> Actor | None:
     name = request.headers.get(header)
     if not name:
         return None
-    if s.controller.signed_mode:  # the certified actors, never the actors table
-        authority = s.controller.authority()
-        assert authority is not None
-        return authority.actors(s.now()).get(name.strip())
-    actor = s.store.actors().get(name.strip())
-    return actor if actor is not None and actor.active else None
+    # the registry chain's actors (in signed mode the certified ones), never the tables'
+    return s.controller.active_actor(name.strip())
 
 
 def identity(request: Request, s: Shared, session: Session) -> tuple[Actor | None, str]:
-    """The signed-in actor and how (``proxy`` or ``token``), or ``(None, "")``."""
+    """The signed-in actor and how (``proxy`` or ``token``), or ``(None, "")``. A session
+    keeps its token's hash, checked on every request as the API checks a token: against the
+    registry chain, so a revocation ends the session even if the tables are edited back."""
     by_proxy = proxy_actor(request, s)
     if by_proxy is not None:
         return by_proxy, "proxy"
-    if session.token_hash and s.controller.signed_mode:
-        signed_in = s.controller.authenticate_hash(session.token_hash)
-        return (signed_in, "token") if signed_in is not None else (None, "")
     if session.token_hash:
-        name = s.store.token_actor(session.token_hash)
-        actor = s.store.actors().get(name) if name else None
-        if actor is not None and actor.active:
-            return actor, "token"
+        signed_in = s.controller.authenticate_hash(session.token_hash)
+        if signed_in is not None:
+            return signed_in, "token"
     return None, ""
