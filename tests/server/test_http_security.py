@@ -3,17 +3,12 @@
 
 from __future__ import annotations
 
-import hashlib
-import secrets
-import time
 from collections.abc import Callable, Iterator
 
 import httpx
-from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
 from integrity.attacker import Attacker
 from stopline.controller import Controller
-from stopline.registrar import hash_token
 from stopline.store import open_store
 
 from .conftest import Demo
@@ -291,43 +286,6 @@ def test_tampered_session_cookie_is_refused(demo: Demo, live: Server) -> None:
         form = {"csrf": cookie, "reason": "cookie as token"}
         assert browser.post(f"/items/{item.id}/close", data=form).status_code == 403
     assert browser.get("/inbox").status_code == 200  # the untouched cookie still works
-
-
-SECRET = "a secret of this test alone"
-
-
-def _cookie_signed(hours_ago: float, token: str) -> str:
-    """A session cookie of ``token``'s holder as the server with :data:`SECRET` signs one,
-    dated ``hours_ago`` (as if kept in a browser, or stolen, that long ago)."""
-
-    class Then(TimestampSigner):
-        def get_timestamp(self) -> int:
-            return int(time.time() - hours_ago * 3600)
-
-    sessions = URLSafeTimedSerializer(
-        SECRET,
-        salt="stopline:session",
-        signer=Then,
-        signer_kwargs={"key_derivation": "hmac", "digest_method": hashlib.sha256},
-    )
-    return sessions.dumps({"sid": secrets.token_urlsafe(24), "th": hash_token(token)})
-
-
-def test_a_session_cookie_older_than_its_age_signs_nobody_in(
-    demo: Demo, start_server: Callable[..., Server]
-) -> None:
-    """A cookie the server itself signed lasts 12 hours: one signed 13 hours ago is a new,
-    signed-out session, though its signature is the server's (the same cookie dated 11 hours
-    ago signs its holder in)."""
-    server = start_server(demo.url, STOPLINE_SECRET=SECRET)
-    recent = _cookie_signed(11, demo.tokens["alice"])
-    with server.client(cookies={"stopline_session": recent}) as client:
-        page = client.get("/inbox")
-        assert page.status_code == 200 and 'data-testid="whoami-name">alice<' in page.text
-    stale = _cookie_signed(13, demo.tokens["alice"])
-    with nothing_written(demo.url), server.client(cookies={"stopline_session": stale}) as client:
-        response = client.get("/inbox")
-        assert response.status_code == 303 and response.headers["location"] == "/signin"
 
 
 def test_no_state_change_on_get(demo: Demo, live: Server) -> None:

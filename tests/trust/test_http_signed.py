@@ -113,6 +113,21 @@ def test_a_server_key_that_may_not_speak_for_people(lab: SignedLab) -> None:
     assert "not certified to speak for" in done.stderr
 
 
+def test_a_revoked_server_key_may_not_speak_for_people(lab: SignedLab) -> None:
+    """serve refuses to start (exit 2) with a key certified speak_for and revoked since."""
+    certify_server(lab)
+    lab.cli("keys", "revoke", "server.web-1", "--root", str(lab.key_path("root")))
+    done = lab.cli(
+        "serve",
+        "--port",
+        str(free_port()),
+        ok=(2,),
+        env={"STOPLINE_SERVER_KEY": str(lab.key_path("server"))},
+        timeout=60,  # a server that started would serve until then
+    )
+    assert "not certified to speak for" in done.stderr
+
+
 def test_a_token_written_into_the_database_authenticates_nobody(lab: SignedLab) -> None:
     """A token row inserted by SQL, or issued consistently through the registry but without
     the actor's signature, gives no access to the API or the inbox."""
