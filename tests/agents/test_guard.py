@@ -4,12 +4,16 @@ call runs once with exactly the approved arguments, a replay writes nothing."""
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from helpers import dump
+from integrity.attacker import Attacker
+from stopline.agents.answers import Answer
+from stopline.agents.desk import AgentDesk
 from stopline.agents.guard import (
     ActionStopped,
     ApprovalGuard,
@@ -176,3 +180,42 @@ def test_arguments_without_a_json_form_are_refused_before_anything_is_written(
         restart(object())
     assert "invalid_input" in getattr(refused.value, "reasons", ())
     assert dump(store) == before
+
+
+def test_what_runs_is_what_the_acting_step_checked(
+    lab: AgentLab, opened: tuple[Store, Controller]
+) -> None:
+    """Someone with the database forges the approved call's arguments, and puts them back
+    the moment before the acting step checks the record (which then passes): the function
+    runs with the arguments that step checked, never with what was read before it."""
+    store, people = opened
+    attacker = Attacker(lab.url)
+    ref = ""
+    genuine: dict[str, Any] = {}
+
+    class PutBackFirst(AgentDesk):
+        def begin(self, item: str, digest: str) -> Answer:
+            attacker.put_data(ref, genuine)
+            return super().begin(item, digest)
+
+    desk = PutBackFirst(store, AGENT)
+    guard = ApprovalGuard(store, agent=AGENT, automation=AUTOMATION, on_pending="return", desk=desk)
+    seen: list[int] = []
+
+    @guard.requires_approval(action="restart", target="billing-api")
+    def restart(grace: int) -> int:
+        seen.append(grace)
+        return grace
+
+    try:
+        pending = restart(60)
+        assert isinstance(pending, Pending)
+        ref = pending.ref
+        assert people.approve(ref, proposal=pending.digest, actor="alice").applied
+        genuine = attacker.data(ref)
+        forged = copy.deepcopy(genuine)
+        forged["proposal"]["params"] = {"grace": 0}
+        attacker.put_data(ref, forged)
+        assert restart(60) == 60 and seen == [60]
+    finally:
+        attacker.close()

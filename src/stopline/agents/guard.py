@@ -245,7 +245,12 @@ class ApprovalGuard:
             begun = self.desk.begin(ref, proposal_digest)
             if not begun.ok:
                 raise _refused(begun, f"{ref} may not act now")
-            approved = (view.get("proposal") or {}).get("params") or {}
+            # The arguments of the record the acting step checked (its seal, its digest, its
+            # approvals), never of the one read before it: a row forged before that read and
+            # put back before the step would otherwise run arguments nobody approved.
+            if begun.data.get("digest") != proposal_digest:
+                raise ActionStopped(f"{ref}: the acting step checked another proposal", (), state)
+            approved = (begun.data.get("proposal") or {}).get("params") or {}
             return ("run", (ref, dict(approved), proposal_digest))
         if state == State.DELIVERING.value:
             raise ActionStopped(
