@@ -4,7 +4,9 @@ The IO (a lookup, a readback, a publication call) happens here; what it found go
 core as a command, so the rules stay in ``decide()``. A remote call is made only after the
 command layer's own check (``CommandLayer.preview``: the record's seal, the registry, the
 signature, then ``decide()``) says the command would apply, and a publication call only after
-that check is passed again right before it: refused input makes no remote call.
+that check is passed again right before it: refused input makes no remote call. What a call
+sends is read from the record the check verified, never from a read before it (a record forged
+before that read and put back before the check would otherwise be acted on).
 """
 
 from __future__ import annotations
@@ -67,7 +69,8 @@ def reconcile(
     app_spec: str | None = None,
     idempotency_key: str | None = None,
 ) -> Decision:
-    """Find the object by its idempotency key, read it back, and bind it. Never creates."""
+    """Find the object by its idempotency key, read it back, and bind it. Never creates. The
+    key looked up is read from the record the check verified."""
     nothing_found = Reconcile(actor=actor, key=key)
     item = commands.item(ref)
     if item is None:
@@ -80,6 +83,9 @@ def reconcile(
             Reason.REMOTE_IDENTITY_MISSING
         }:
             return commands.run(ref, nothing_found, idempotency_key=idempotency_key)
+        if preview.before is None:
+            return commands.run(ref, nothing_found, idempotency_key=idempotency_key)
+        item = preview.before  # the record that check verified
     record = artifact_records(item).get(key)
     target = target_for(commands, item.automation, app_spec)
     found: Observed | None = None
@@ -111,10 +117,13 @@ def publish(
     app_spec: str | None = None,
     idempotency_key: str | None = None,
 ) -> Decision:
-    """Check the rules first, publish every bound object, then record the signal."""
+    """Check the rules first, publish every bound object, then record the signal. What is
+    published is read from the record that check verified (never from a read before it), and
+    before each publication call the check passes again on that same record version."""
     unsigned = Publish(actor=actor, packet=packet)
-    item = commands.item(ref)
-    if item is None or commands.preview(ref, unsigned).outcome is not Outcome.APPLIED:
+    checked = commands.preview(ref, unsigned)
+    item = checked.before
+    if item is None or checked.outcome is not Outcome.APPLIED:
         return commands.run(ref, unsigned, idempotency_key=idempotency_key)
     target = target_for(commands, item.automation, app_spec)
     if target is None:
@@ -124,7 +133,12 @@ def publish(
         for record in item.doc("artifacts") or ():
             # before each publication call, every check again (the record, its seal, the
             # registry, the signature): nothing is published on authority that no longer holds
-            if commands.preview(ref, unsigned).outcome is not Outcome.APPLIED:
+            again = commands.preview(ref, unsigned)
+            if (
+                again.outcome is not Outcome.APPLIED
+                or again.before is None
+                or again.before.version != item.version
+            ):
                 return commands.run(ref, unsigned, idempotency_key=idempotency_key)
             signals.append(
                 target.publish(RemoteRef(record["remote_id"], record["remote_version"] or ""))
