@@ -38,7 +38,7 @@ from .core.commands import (
 )
 from .core.decide import decide
 from .core.decision import Decision, Outcome, refused
-from .core.integrity import head_findings
+from .core.integrity import Finding, head_findings
 from .core.ledger import item_ledger_findings
 from .core.limits import text_problem
 from .core.policy import Policy
@@ -100,6 +100,14 @@ class Controller(Registrar):
             automation, _, key = ref.partition("/")
             found = self.store.find(automation, key)
         return found
+
+    def record_findings(self, item: Item) -> list[Finding]:
+        """What ``item`` (as read) fails against its history: its head event, the seal that
+        event holds, its proposal's digest. What the shells show beside a record a person may
+        act on; empty when the record is what its history sealed. (Every command checks this
+        again, and more, when it runs.)"""
+        head, legacy = self.store.head(item.id)
+        return head_findings(item, head, legacy)
 
     # --- the one path every command takes ------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .commands.hints import next_commands as hints
@@ -10,6 +10,7 @@ from .core import severity
 from .core.approval_outlook import Outlook, approval_outlook
 from .core.artifact_records import readback_verified
 from .core.canonical import format_time, to_plain
+from .core.integrity import Finding
 from .core.records import Actor, Event, Item
 from .core.states import State
 
@@ -72,6 +73,12 @@ def identity(item: Item) -> dict[str, Any]:
         "state": item.state.value,
         "state_class": item.state.state_class.value,
     }
+
+
+def integrity_view(findings: Sequence[Finding]) -> dict[str, Any]:
+    """Whether a record shown is what its history sealed (``Controller.record_findings``):
+    ``ok``, and each finding. A record that is not is shown as stored, with no command."""
+    return {"ok": not findings, "findings": [f.to_plain() for f in findings]}
 
 
 def item_view(item: Item, actors: Actors | None = None) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from integrity.attacker import forge_roles
+from integrity.attacker import Attacker, forge_roles
 from stopline.cli.main import main
 from stopline.store.queries import migrations
 
@@ -83,6 +83,7 @@ def test_show_json_has_the_contract_fields(
     for key in ("digest", "action", "params", "required_roles", "required_approvals", "approvals"):
         assert key in proposal
     assert proposal["approvals_text"] == "1 of 2"
+    assert doc["integrity"] == {"ok": True, "findings": []}
     _, exhausted = run_json(capsys, "show", "service-health/billing-api", "--db", demo_db)
     assert exhausted["state"] == "exhausted"
     account = exhausted["account"]
@@ -108,6 +109,25 @@ def test_show_names_approvers_as_the_registry_chain_records_them(
     _, listed = run_json(capsys, "items", "--db", demo_db)
     row = next(r for r in listed["items"] if r["key"] == "checkout-api")
     assert "dana" not in json.dumps(row)
+
+
+def test_show_says_when_a_record_is_not_what_its_history_sealed(
+    demo_db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A proposal's parameters edited by hand under their digest: `show` says the record fails
+    its seal (JSON and text), so nobody approves a digest for what the row shows."""
+    attacker = Attacker(demo_db)
+    try:
+        data = attacker.data("service-health/checkout-api")
+        data["proposal"]["params"]["strategy"] = "canary, one pod"
+        attacker.put_data("service-health/checkout-api", data)
+    finally:
+        attacker.close()
+    _, doc = run_json(capsys, "show", "service-health/checkout-api", "--db", demo_db)
+    assert doc["integrity"]["ok"] is False
+    assert {f["reason"] for f in doc["integrity"]["findings"]} >= {"seal_mismatch"}
+    code, text = run(capsys, "show", "service-health/checkout-api", "--db", demo_db)
+    assert code == 0 and text.startswith("WARNING: this record is not what its history sealed")
 
 
 def test_unknown_item_is_refused_with_exit_3(

@@ -90,7 +90,10 @@ def http_markdown() -> str:
         " (`false`: a waiting proposal can never get its approvals; `null`: nothing waits).",
         "- `GET /api/items/{item}`: one item (`item` is its id or `AUTOMATION/KEY`), as `stopline"
         " show --json` prints it; a waiting proposal carries `outlook` (who may still approve,"
-        " who may not and why, whether it can still be approved).",
+        " who may not and why, whether it can still be approved), and `integrity` says whether"
+        " the record is what its history sealed (`ok`; else every `findings` entry: the record"
+        " is shown as stored, and every command on it but `close` is refused"
+        " `integrity_failed`; approve nothing you read from it).",
         "- `GET /api/items/{item}/history`: its events, oldest first.",
         "",
         "## Commands",

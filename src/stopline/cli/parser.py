@@ -141,7 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=1000)
 
     for name, fn, help in (
-        ("show", lazy("read_commands", "cmd_show"), "one item in full"),
+        (
+            "show",
+            lazy("read_commands", "cmd_show"),
+            "one item in full, and whether it is what its history sealed (integrity)",
+        ),
         ("history", lazy("read_commands", "cmd_history"), "an item's events, oldest first"),
     ):
         p = add(name, fn, help)

@@ -10,7 +10,14 @@ from ..core.authorship import author_text, event_author
 from ..core.states import State
 from ..store import Store
 from ..verification import verify_store
-from ..views import event_view, item_view, next_commands, summary_view, why
+from ..views import (
+    event_view,
+    integrity_view,
+    item_view,
+    next_commands,
+    summary_view,
+    why,
+)
 from . import render
 from .errors import UsageError
 from .output import EXIT_OK, EXIT_REFUSED, Out
@@ -65,8 +72,15 @@ def cmd_show(args: argparse.Namespace, store: Store, out: Out) -> int:
     if item is None:
         return EXIT_REFUSED
     actors = controller.deciding_actors()
-    view = item_view(item, actors)
+    findings = controller.record_findings(item)
+    view = {**item_view(item, actors), "integrity": integrity_view(findings)}
     text = render.show_text(view, controller.clock(), why(item, actors))
+    if findings:
+        lines = "\n".join(f"  - {f.text()}" for f in findings)
+        text = (
+            "WARNING: this record is not what its history sealed; it is shown as stored, and"
+            f" every command on it but close is refused integrity_failed:\n{lines}\n{text}"
+        )
     notes = render.note_views(store.history(item.id))
     if notes:
         text += "\n" + "\n".join(render.notes_text(notes, controller.clock()))

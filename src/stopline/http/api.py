@@ -25,7 +25,7 @@ from ..core.states import State, StateClass
 from ..server.access import authenticate
 from ..server.item_ref import ITEM_RE
 from ..server.state import Shared, shared
-from ..views import event_view, item_view, summary_view
+from ..views import event_view, integrity_view, item_view, summary_view
 
 STATES = [s.value for s in State]
 CLASSES = [c.value for c in StateClass]
@@ -169,9 +169,11 @@ async def item_endpoint(request: Request) -> Response:
         return item
     s = shared(request)
     actors = await run_in_threadpool(s.controller.deciding_actors)
+    findings = await run_in_threadpool(s.controller.record_findings, item)
     return JSONResponse(
         {
             **item_view(item, actors),
+            "integrity": integrity_view(findings),
             "age_seconds": round(s.age(item), 3),
             "overdue": s.overdue(item),
         }

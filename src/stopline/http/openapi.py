@@ -113,9 +113,26 @@ SCHEMAS: dict[str, Any] = {
             "proposal",
             "artifacts",
             "revision",
+            "integrity",
         ],
         "properties": {
             "id": {"type": "string"},
+            "integrity": {
+                "type": "object",
+                "description": "Whether the record is what its history sealed; when not, it is"
+                " shown as stored and every command on it but close is refused.",
+                "required": ["ok", "findings"],
+                "properties": {
+                    "ok": {"type": "boolean"},
+                    "findings": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["kind", "ref", "field", "reason", "detail"],
+                        },
+                    },
+                },
+            },
             "automation": {"type": "string"},
             "key": {"type": "string"},
             "state": {"type": "string", "enum": STATES},

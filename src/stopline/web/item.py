@@ -38,6 +38,7 @@ def _page_model(v: Visit, ref: str) -> dict[str, Any] | None:
         v.may_command,
         v.s.controller.deciding_actors(),
         v.s.store.insights.stopped_since(item.id),
+        v.s.controller.record_findings(item),
     )
 
 

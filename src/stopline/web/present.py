@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -20,13 +20,14 @@ from ..commands.table import exposed
 from ..core.approval import evidence_fresh
 from ..core.authorship import author_text, event_author
 from ..core.canonical import parse_time
+from ..core.integrity import Finding
 from ..core.policy import Policy
 from ..core.records import Actor, Event, Item
 from ..core.rights import rights
 from ..core.states import STOP_STATES, State
 from ..core.step import Context
 from ..core.transitions import Cmd
-from ..views import event_view, item_view, why
+from ..views import event_view, integrity_view, item_view, why
 
 STOP_ORDER = [
     State.AWAITING_APPROVAL,
@@ -376,12 +377,16 @@ def item_page(
     may_command: bool,
     actors: Mapping[str, Actor] | None = None,
     since: datetime | None = None,
+    findings: Sequence[Finding] = (),
 ) -> dict[str, Any]:
-    """The item page's model (``since``: when the item entered its current state)."""
+    """The item page's model (``since``: when the item entered its current state;
+    ``findings``: what the record fails against its history, when no command is offered)."""
     view = item_view(item, actors)
-    actions = [] if read_only or not may_command else action_forms(item, actor, policy, now)
+    offered = not (read_only or not may_command or findings)
+    actions = action_forms(item, actor, policy, now) if offered else []
     return {
         "item": view,
+        "integrity": integrity_view(findings),
         "why": why(item, actors),
         "evidence": evidence_info(view, now),
         "params": params_rows(view.get("proposal")),
