@@ -13,6 +13,7 @@ from stopline.trust.authority import CERTIFY, REVOKE_KEY, Authority, Trust
 from stopline.trust.documents import (
     ATTESTATION,
     CERTIFICATE,
+    CHECKPOINT_PURPOSE,
     REVOCATION,
     SIGN,
     SPEAK_FOR,
@@ -125,6 +126,67 @@ def test_documents_not_signed_by_the_root_give_no_authority() -> None:
     assert set(authority.actors(T0 + 2 * HOUR)) == {"bob"}
     assert len(authority.problems) == 3
     assert all("not signed by a trust root key" in p for p in authority.problems)
+
+
+def test_a_document_recorded_as_the_other_change_does_nothing() -> None:
+    """A root-signed certificate recorded as a key revocation, or a revocation recorded as a
+    certification, is a problem and changes nothing (each kind counts only as its change)."""
+    _, cert = certificate("mallory", OTHER, T0)
+    _, revoking = revocation("alice", T0 + HOUR)
+    authority = Authority.build(
+        TRUST, [certificate("alice", ALICE, T0), (REVOKE_KEY, cert), (CERTIFY, revoking)]
+    )
+    assert set(authority.actors(T0 + 2 * HOUR)) == {"alice"}
+    assert len(authority.problems) == 2
+    assert all("in the wrong place" in p for p in authority.problems)
+
+
+def test_revoking_one_actor_leaves_every_other_actor_alone() -> None:
+    """All of alice's keys revoked (no key named): bob, certified the same way, still acts."""
+    bobs = KeySigner.generate()
+    authority = Authority.build(
+        TRUST,
+        [
+            certificate("alice", ALICE, T0),
+            certificate("bob", bobs, T0),
+            revocation("alice", T0 + HOUR),
+        ],
+    )
+    assert set(authority.actors(T0 + 2 * HOUR)) == {"bob"}
+    bob_signed = sign({"kind": ATTESTATION, "actor": "bob", "at": format_time(T0)}, bobs)
+    now = T0 + 2 * HOUR
+    assert authority.signer_problems(bob_signed, actor="bob", at=T0, now=now) == []
+
+
+def test_a_revocation_dated_later_already_stops_acting() -> None:
+    """A key whose revocation is dated after now (a revoking host's clock ahead) may no longer
+    act: acting needs a key never revoked, whatever the date."""
+    authority = Authority.build(
+        TRUST, [certificate("alice", ALICE, T0), revocation("alice", T0 + 5 * HOUR)]
+    )
+    now = T0 + HOUR
+    problems = authority.signer_problems(signed_at(now), actor="alice", at=now, now=now)
+    assert problems and "revoked" in problems[0]
+    cert = authority.certificate(ALICE.public_key)
+    assert cert is not None and not cert.live(now)
+
+
+def test_a_key_certified_for_another_purpose_is_no_actor() -> None:
+    """Roles on a certificate whose purposes do not include signing (a server's speak_for, a
+    checkpoint key) make nobody an actor with those roles."""
+    server, checkpoints = KeySigner.generate(), KeySigner.generate()
+    authority = Authority.build(
+        TRUST,
+        [
+            certificate("server.web-1", server, T0, roles=("approver",), purposes=(SPEAK_FOR,)),
+            certificate(
+                "backup", checkpoints, T0, roles=("approver",), purposes=(CHECKPOINT_PURPOSE,)
+            ),
+        ],
+    )
+    now = T0 + HOUR
+    assert authority.actors(now) == {}
+    assert authority.roles_at("server.web-1", now) == frozenset()
 
 
 def test_a_server_speaks_only_for_others_when_certified_to() -> None:
