@@ -9,7 +9,15 @@ from typing import Any
 
 from helpers import T0
 from stopline.core.canonical import format_time
-from stopline.trust.authority import CERTIFY, REVOKE_KEY, Authority, Trust
+from stopline.trust.authority import (
+    CERTIFY,
+    REVOKE_KEY,
+    Authority,
+    Trust,
+    attestation_problems,
+    checkpoint_signer_problems,
+    token_problems,
+)
 from stopline.trust.documents import (
     ATTESTATION,
     CERTIFICATE,
@@ -17,6 +25,7 @@ from stopline.trust.documents import (
     REVOCATION,
     SIGN,
     SPEAK_FOR,
+    TOKEN,
     Signed,
     sign,
 )
@@ -187,6 +196,106 @@ def test_a_key_certified_for_another_purpose_is_no_actor() -> None:
     now = T0 + HOUR
     assert authority.actors(now) == {}
     assert authority.roles_at("server.web-1", now) == frozenset()
+
+
+def test_what_a_signer_check_refuses() -> None:
+    """A signature altered after signing, one dated before its key's certificate was issued,
+    and one by a key certified only for checkpoints, each fail the signer check (to act now)."""
+    authority = Authority.build(TRUST, [certificate("alice", ALICE, T0)])
+    now = T0 + 2 * HOUR
+    good = signed_at(T0 + HOUR)
+    assert authority.signer_problems(good, actor="alice", at=T0 + HOUR, now=now) == []
+    plain = good.to_plain()
+    plain["body"]["at"] = format_time(T0 + 90 * timedelta(minutes=1))
+    altered = Signed.from_plain(plain)
+    assert authority.signer_problems(altered, actor="alice", at=T0 + HOUR, now=now) == [
+        "the signature does not verify"
+    ]
+    early = signed_at(T0 - HOUR)
+    problems = authority.signer_problems(early, actor="alice", at=T0 - HOUR, now=now)
+    assert problems and "not valid" in problems[0]
+    keeper = KeySigner.generate()
+    backups = Authority.build(
+        TRUST, [certificate("alice", keeper, T0, purposes=(CHECKPOINT_PURPOSE,))]
+    )
+    by_keeper = signed_at(T0 + HOUR, keeper)
+    problems = backups.signer_problems(by_keeper, actor="alice", at=T0 + HOUR, now=now)
+    assert problems == [f"alice's key is not certified for {SIGN}"]
+
+
+def test_only_an_attestation_authorises_a_command() -> None:
+    """Another kind of document alice signed, holding every field an attestation holds, does
+    not authorise her command."""
+    authority = Authority.build(TRUST, [certificate("alice", ALICE, T0)])
+    now = T0 + HOUR
+    fields = {"command": "approve", "item": "itm_1", "actor": "alice", "at": format_time(now)}
+    attested = sign({"kind": ATTESTATION, **fields}, ALICE)
+    other = sign({"kind": "stopline.note", **fields}, ALICE)
+    ask = {"command": "approve", "item": "itm_1", "actor": "alice", "binds": {}, "now": now}
+    assert attestation_problems(authority, attested, **ask) == []
+    assert "not an attestation" in attestation_problems(authority, other, **ask)[0]
+
+
+def test_an_attestation_holds_for_its_own_command_and_the_roles_held() -> None:
+    """alice's attestation of one command is no attestation of another; dana, certified a
+    viewer, attests nothing that needs an approver, neither now nor as a record of then."""
+    dana = KeySigner.generate()
+    authority = Authority.build(
+        TRUST, [certificate("alice", ALICE, T0), certificate("dana", dana, T0, roles=("viewer",))]
+    )
+    now = T0 + HOUR
+    fields = {"kind": ATTESTATION, "item": "itm_1", "at": format_time(now)}
+    noted = sign({**fields, "command": "note", "actor": "alice"}, ALICE)
+    problems = attestation_problems(
+        authority, noted, command="approve", item="itm_1", actor="alice", binds={}, now=now
+    )
+    assert any("attests command 'note'" in p for p in problems)
+    by_dana = sign({**fields, "command": "approve", "actor": "dana"}, dana)
+    for live in (True, False):
+        problems = attestation_problems(
+            authority,
+            by_dana,
+            command="approve",
+            item="itm_1",
+            actor="dana",
+            binds={},
+            now=now,
+            roles=("approver",),
+            live=live,
+        )
+        assert problems == ["dana is not certified for approver"], live
+
+
+def test_a_signed_token_record_holds_for_its_own_token_only() -> None:
+    authority = Authority.build(TRUST, [certificate("alice", ALICE, T0)])
+    now = T0 + HOUR
+    issued = sign(
+        {"kind": TOKEN, "actor": "alice", "token": "a" * 64, "at": format_time(now)}, ALICE
+    )
+    assert token_problems(authority, issued, actor="alice", token_hash="a" * 64, now=now) == []
+    other = token_problems(authority, issued, actor="alice", token_hash="b" * 64, now=now)
+    assert other == ["the signed record names another token or actor"]
+    for_bob = sign(
+        {"kind": TOKEN, "actor": "bob", "token": "a" * 64, "at": format_time(now)}, ALICE
+    )
+    named = token_problems(authority, for_bob, actor="alice", token_hash="a" * 64, now=now)
+    assert named == ["the signed record names another token or actor"]
+
+
+def test_a_checkpoint_is_signed_by_a_root_key_or_a_key_certified_for_checkpoints() -> None:
+    keeper = KeySigner.generate()
+    authority = Authority.build(
+        TRUST,
+        [
+            certificate("alice", ALICE, T0),
+            certificate("backup", keeper, T0, roles=(), purposes=(CHECKPOINT_PURPOSE,)),
+        ],
+    )
+    body = {"kind": "stopline.checkpoint", "at": format_time(T0 + HOUR)}
+    assert checkpoint_signer_problems(authority, sign(body, ROOT)) == []
+    assert checkpoint_signer_problems(authority, sign(body, keeper)) == []
+    by_alice = checkpoint_signer_problems(authority, sign(body, ALICE))
+    assert by_alice and "neither a trust root key nor certified for checkpoints" in by_alice[0]
 
 
 def test_a_server_speaks_only_for_others_when_certified_to() -> None:
