@@ -19,6 +19,7 @@ import pytest
 
 from helpers import dump
 from proc import free_port
+from stopline.controller import Controller
 from stopline.store import open_store
 
 CLEAN_ENV = re.compile(r"^STOPLINE_(?!DEMO_DRAFTS)")
@@ -115,3 +116,16 @@ def nothing_written(url: str) -> Iterator[None]:
     finally:
         store.close()
     assert after == before, "something was written"
+
+
+def actor_with_token(url: str, name: str, roles: list[str]) -> str:
+    """Register ``name`` with ``roles`` and issue it an API token (returned)."""
+    store = open_store(url)
+    try:
+        controller = Controller(store)
+        controller.add_actor(name, roles)
+        token = controller.new_token(name)
+        assert token is not None
+        return token
+    finally:
+        store.close()

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from stopline.controller import Controller
 from stopline.store import open_store
 from stopline.verification import verify_store
 
 from .conftest import Demo, add_tokens
-from .httphelp import Server, csrf_of, nothing_written, sign_in
+from .httphelp import Server, actor_with_token, csrf_of, nothing_written, sign_in
 
 SEARCH = "service-health/search"  # ready_for_review
 CHECKOUT = "service-health/checkout-api"  # awaiting_approval
@@ -99,14 +98,7 @@ def test_a_key_in_the_body_and_another_in_the_header_is_422(demo: Demo, live: Se
 def test_a_viewer_and_an_agent_claiming_to_be_human_get_nothing(demo: Demo, live: Server) -> None:
     """A viewer's note is 403; an actor holding only the agent role is a viewer to the operator
     API whatever author it declares."""
-    store = open_store(demo.url)
-    try:
-        controller = Controller(store)
-        controller.add_actor("agent-7", ["agent"])
-        token = controller.new_token("agent-7")
-        assert token is not None
-    finally:
-        store.close()
+    token = actor_with_token(demo.url, "agent-7", ["agent"])
     waiting = demo.item(CHECKOUT)
     digest = waiting.doc("proposal")["digest"]
     with nothing_written(demo.url):

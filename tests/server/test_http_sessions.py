@@ -11,13 +11,11 @@ from collections.abc import Callable
 from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
 from fuzz.kit import asgi_client
-from stopline.controller import Controller
 from stopline.registrar import hash_token
 from stopline.server.app import create_app
-from stopline.store import open_store
 
 from .conftest import Demo
-from .httphelp import Server, csrf_of, nothing_written, sign_in
+from .httphelp import Server, actor_with_token, csrf_of, nothing_written, sign_in
 
 CHECKOUT = "service-health/checkout-api"
 
@@ -91,14 +89,7 @@ def test_an_actor_holding_the_agent_role_commands_nothing_over_http(
     """An actor registered with the agent role beside a person's role (approver) is an agent
     to the operator API and the inbox: 403 for every command, no forms (an agent acts
     through ``stopline mcp``)."""
-    store = open_store(demo.url)
-    try:
-        controller = Controller(store)
-        controller.add_actor("mixed", ["agent", "approver"])
-        token = controller.new_token("mixed")
-        assert token is not None
-    finally:
-        store.close()
+    token = actor_with_token(demo.url, "mixed", ["agent", "approver"])
     item = demo.item(CHECKOUT)
     digest = item.doc("proposal")["digest"]
     with nothing_written(demo.url):

@@ -101,31 +101,29 @@ def test_without_a_server_key_commands_are_refused(lab: SignedLab) -> None:
         assert 'data-mode="unsigned"' in page and "whoever can write it can approve" in page
 
 
-def test_a_server_key_that_may_not_speak_for_people(lab: SignedLab) -> None:
-    """serve refuses to start (exit 2) with a key the root did not certify speak_for."""
+def serve_refused(lab: SignedLab, key: str) -> str:
+    """``stopline serve`` with ``key`` as the server key must exit 2 at once; its stderr."""
     done = lab.cli(
         "serve",
         "--port",
         str(free_port()),
         ok=(2,),
-        env={"STOPLINE_SERVER_KEY": str(lab.key_path("alice"))},
+        env={"STOPLINE_SERVER_KEY": str(lab.key_path(key))},
+        timeout=60,  # a server that started would serve until then
     )
-    assert "not certified to speak for" in done.stderr
+    return done.stderr
+
+
+def test_a_server_key_that_may_not_speak_for_people(lab: SignedLab) -> None:
+    """serve refuses to start (exit 2) with a key the root did not certify speak_for."""
+    assert "not certified to speak for" in serve_refused(lab, "alice")
 
 
 def test_a_revoked_server_key_may_not_speak_for_people(lab: SignedLab) -> None:
     """serve refuses to start (exit 2) with a key certified speak_for and revoked since."""
     certify_server(lab)
     lab.cli("keys", "revoke", "server.web-1", "--root", str(lab.key_path("root")))
-    done = lab.cli(
-        "serve",
-        "--port",
-        str(free_port()),
-        ok=(2,),
-        env={"STOPLINE_SERVER_KEY": str(lab.key_path("server"))},
-        timeout=60,  # a server that started would serve until then
-    )
-    assert "not certified to speak for" in done.stderr
+    assert "not certified to speak for" in serve_refused(lab, "server")
 
 
 def test_a_token_written_into_the_database_authenticates_nobody(lab: SignedLab) -> None:
