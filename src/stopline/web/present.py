@@ -380,10 +380,12 @@ def item_page(
     findings: Sequence[Finding] = (),
 ) -> dict[str, Any]:
     """The item page's model (``since``: when the item entered its current state;
-    ``findings``: what the record fails against its history, when no command is offered)."""
+    ``findings``: what the record fails against its history; then only Close is offered, the
+    way out of a record nobody can trust)."""
     view = item_view(item, actors)
-    offered = not (read_only or not may_command or findings)
-    actions = action_forms(item, actor, policy, now) if offered else []
+    actions = [] if read_only or not may_command else action_forms(item, actor, policy, now)
+    if findings:
+        actions = [form for form in actions if form.name == "close"]
     return {
         "item": view,
         "integrity": integrity_view(findings),
