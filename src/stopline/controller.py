@@ -102,10 +102,8 @@ class Controller(Registrar):
         return found
 
     def record_findings(self, item: Item) -> list[Finding]:
-        """What ``item`` (as read) fails against its history: its head event, the seal that
-        event holds, its proposal's digest. What the shells show beside a record a person may
-        act on; empty when the record is what its history sealed. (Every command checks this
-        again, and more, when it runs.)"""
+        """What ``item`` (as read) fails against its head event, that event's seal and its
+        proposal's digest: what a shell shows beside a record a person may act on."""
         head, legacy = self.store.head(item.id)
         return head_findings(item, head, legacy)
 

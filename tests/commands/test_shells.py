@@ -26,7 +26,7 @@ from stopline.core.records import Actor, Item
 from stopline.core.states import State
 from stopline.http.api import routes
 from stopline.http.openapi import document
-from stopline.web import present
+from stopline.web.forms import ActionForm, action_forms
 from stopline.web.item import form_values
 from stopline.web.page import ENV
 
@@ -173,9 +173,9 @@ class Forms(HTMLParser):
             self.current = None
 
 
-def rendered(item: Item, actor: Actor) -> tuple[list[present.ActionForm], dict[str, set[str]]]:
+def rendered(item: Item, actor: Actor) -> tuple[list[ActionForm], dict[str, set[str]]]:
     pub = policy(delivery=DeliveryPolicy(mode=PUBLISH))
-    forms = present.action_forms(item, actor, pub, datetime.now(UTC))
+    forms = action_forms(item, actor, pub, datetime.now(UTC))
     html = str(ENV.get_template("_actions.html").module.forms(forms, {"id": item.id}, "T"))  # type: ignore[attr-defined]
     parser = Forms()
     parser.feed(html)

@@ -15,7 +15,7 @@ from helpers import T0, discover, stop_in_exception
 from stopline.controller import Controller
 from stopline.store import open_store, raw
 from stopline.store.insights import StopQuery
-from stopline.web import present
+from stopline.web import forms
 
 from .conftest import Demo, add_tokens
 from .httphelp import Server, csrf_of, nothing_written, sign_in
@@ -119,7 +119,7 @@ def test_needs_me_keeps_what_the_rights_allow(demo: Demo, live: Server, tmp_path
         expected = sorted(
             i.id
             for i in store.list_items(state_class="stop")
-            if present.needs(i, ed, store.policy(i.automation), now)
+            if forms.needs(i, ed, store.policy(i.automation), now)
         )
     finally:
         store.close()

@@ -9,16 +9,9 @@ from ..commands.fields import MAX_KEY
 from ..commands.schema import body_schema
 from ..commands.table import exposed
 from ..core.rights import Authority
-from ..core.severity import SEVERITIES
 from ..server.item_ref import ITEM_PATTERN
 from .api import CLASSES, MAX_LIMIT, STATES
-
-REF = "#/components/schemas/"
-NULLABLE_STR = {"type": ["string", "null"]}
-
-
-def _ref(name: str) -> dict[str, str]:
-    return {"$ref": REF + name}
+from .schemas import SCHEMAS, ref
 
 
 def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
@@ -26,217 +19,11 @@ def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
 
 
 ERRORS = {
-    "401": _json(_ref("Error"), "No valid bearer token (missing, unknown or revoked)."),
-    "403": _json(
-        _ref("Error"), "A viewer (no role gives any command right) or a read-only server."
-    ),
-    "404": _json(_ref("Error"), "No such route."),
-    "413": _json(_ref("Error"), "The body is larger than the server's limit (64 KiB by default)."),
-    "422": _json(_ref("Error"), "Malformed input: every problem is listed; nothing was written."),
-}
-
-SCHEMAS: dict[str, Any] = {
-    "Decision": {
-        "type": "object",
-        "description": "The decision JSON of the contract. Nothing is written unless applied.",
-        "required": ["decision", "reasons", "item", "state", "sequence"],
-        "properties": {
-            "decision": {"type": "string", "enum": ["applied", "zero_write", "refused"]},
-            "reasons": {"type": "array", "items": {"type": "string"}},
-            "item": NULLABLE_STR,
-            "state": {"type": ["string", "null"], "enum": [*STATES, None]},
-            "sequence": {"type": ["integer", "null"]},
-            "explanation": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": "The specifics behind a reason (signature_invalid: why).",
-            },
-        },
-    },
-    "Error": {
-        "type": "object",
-        "required": ["error", "message", "problems"],
-        "properties": {
-            "error": {"type": "string"},
-            "message": {"type": "string"},
-            "problems": {"type": "array", "items": {"type": "string"}},
-        },
-    },
-    "ItemSummary": {
-        "type": "object",
-        "required": [
-            "id",
-            "automation",
-            "key",
-            "state",
-            "state_class",
-            "attempts",
-            "max_attempts",
-            "age_seconds",
-            "overdue",
-        ],
-        "properties": {
-            "id": {"type": "string"},
-            "automation": {"type": "string"},
-            "key": {"type": "string"},
-            "state": {"type": "string", "enum": STATES},
-            "state_class": {"type": "string", "enum": CLASSES},
-            "attempts": {"type": "integer"},
-            "max_attempts": {"type": "integer"},
-            "updated_at": {"type": "string"},
-            "next_eligible_at": {"type": "string"},
-            "proposal_digest": NULLABLE_STR,
-            "why": {"type": "string"},
-            "next": {"type": "array", "items": {"type": "string"}},
-            "age_seconds": {"type": "number"},
-            "overdue": {"type": "boolean"},
-        },
-    },
-    "ItemList": {
-        "type": "object",
-        "required": ["items"],
-        "properties": {"items": {"type": "array", "items": _ref("ItemSummary")}},
-    },
-    "Item": {
-        "type": "object",
-        "description": "`stopline show --json` (docs/cli.md), with age_seconds and overdue.",
-        "required": [
-            "id",
-            "automation",
-            "key",
-            "state",
-            "history_length",
-            "attempts",
-            "max_attempts",
-            "next_eligible_at",
-            "account",
-            "proposal",
-            "artifacts",
-            "revision",
-            "integrity",
-        ],
-        "properties": {
-            "id": {"type": "string"},
-            "integrity": {
-                "type": "object",
-                "description": "Whether the record is what its history sealed; when not, it is"
-                " shown as stored and every command on it but close is refused.",
-                "required": ["ok", "findings"],
-                "properties": {
-                    "ok": {"type": "boolean"},
-                    "findings": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "required": ["kind", "ref", "field", "reason", "detail"],
-                        },
-                    },
-                },
-            },
-            "automation": {"type": "string"},
-            "key": {"type": "string"},
-            "state": {"type": "string", "enum": STATES},
-            "history_length": {"type": "integer"},
-            "severity": {"type": "string", "enum": list(SEVERITIES)},
-            "attempts": {"type": "integer"},
-            "max_attempts": {"type": "integer"},
-            "next_eligible_at": {"type": "string"},
-            "account": {"type": ["object", "null"]},
-            "proposal": {
-                "oneOf": [
-                    {"type": "null"},
-                    {
-                        "type": "object",
-                        "required": [
-                            "digest",
-                            "action",
-                            "params",
-                            "required_roles",
-                            "required_approvals",
-                            "approvals",
-                        ],
-                        "properties": {
-                            "digest": {"type": "string"},
-                            "action": {"type": "string"},
-                            "params": {},
-                            "required_roles": {"type": "array", "items": {"type": "string"}},
-                            "required_approvals": {"type": "integer"},
-                            "approvals": {
-                                "type": "array",
-                                "items": {"type": "object", "required": ["actor", "at", "digest"]},
-                            },
-                        },
-                    },
-                ]
-            },
-            "artifacts": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["key", "content_hash", "qa_hash", "remote_id", "readback_hash"],
-                },
-            },
-            "revision": {
-                "oneOf": [
-                    {"type": "null"},
-                    {"type": "object", "required": ["sequence", "state", "request_digest"]},
-                ]
-            },
-            "age_seconds": {"type": "number"},
-            "overdue": {"type": "boolean"},
-        },
-    },
-    "Event": {
-        "type": "object",
-        "required": [
-            "item_id",
-            "seq",
-            "at",
-            "command",
-            "actor",
-            "from_state",
-            "to_state",
-            "reasons",
-            "hash",
-        ],
-        "properties": {
-            "item_id": {"type": "string"},
-            "seq": {"type": "integer"},
-            "at": {"type": "string"},
-            "command": {"type": "string"},
-            "actor": {"type": "string"},
-            "from_state": NULLABLE_STR,
-            "to_state": {"type": "string"},
-            "reasons": {"type": "array", "items": {"type": "string"}},
-            "digests": {"type": "object"},
-            "detail": {"type": "object"},
-            "prev_hash": {"type": "string"},
-            "hash": {"type": "string"},
-        },
-    },
-    "History": {
-        "type": "object",
-        "required": ["item", "events"],
-        "properties": {
-            "item": {"type": "string"},
-            "events": {"type": "array", "items": _ref("Event")},
-        },
-    },
-    "Me": {
-        "type": "object",
-        "required": ["actor", "roles", "can_command", "read_only", "mode"],
-        "properties": {
-            "actor": {"type": "string"},
-            "roles": {"type": "array", "items": {"type": "string"}},
-            "can_command": {"type": "boolean"},
-            "read_only": {"type": "boolean"},
-            "mode": {
-                "type": "string",
-                "enum": ["signed", "unsigned"],
-                "description": "signed: this server's host has a trust root (docs/security.md)",
-            },
-        },
-    },
+    "401": _json(ref("Error"), "No valid bearer token (missing, unknown or revoked)."),
+    "403": _json(ref("Error"), "A viewer (no role gives any command right) or a read-only server."),
+    "404": _json(ref("Error"), "No such route."),
+    "413": _json(ref("Error"), "The body is larger than the server's limit (64 KiB by default)."),
+    "422": _json(ref("Error"), "Malformed input: every problem is listed; nothing was written."),
 }
 
 ITEM_PARAM = {
@@ -277,7 +64,7 @@ def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any
 
 
 def _reads() -> dict[str, Any]:
-    unknown = _json(_ref("Decision"), "No such item: refused unknown_item.")
+    unknown = _json(ref("Decision"), "No such item: refused unknown_item.")
     auth_errors = {k: ERRORS[k] for k in ("401", "404", "422")}
     text = {"type": "string", "maxLength": 200, "pattern": "^[^\\x00]*$"}
     return {
@@ -286,7 +73,7 @@ def _reads() -> dict[str, Any]:
                 "operationId": "me",
                 "summary": "Who the token belongs to, and whether it may run commands",
                 "responses": {
-                    "200": _json(_ref("Me"), "The authenticated actor."),
+                    "200": _json(ref("Me"), "The authenticated actor."),
                     "401": ERRORS["401"],
                 },
             }
@@ -315,7 +102,7 @@ def _reads() -> dict[str, Any]:
                     ),
                 ],
                 "responses": {
-                    "200": _json(_ref("ItemList"), "The items."),
+                    "200": _json(ref("ItemList"), "The items."),
                     **{k: ERRORS[k] for k in ("401", "422")},
                 },
             }
@@ -326,7 +113,7 @@ def _reads() -> dict[str, Any]:
                 "summary": "One item in full (stopline show --json)",
                 "parameters": [ITEM_PARAM],
                 "responses": {
-                    "200": _json(_ref("Item"), "The item."),
+                    "200": _json(ref("Item"), "The item."),
                     **auth_errors,
                     "404": unknown,
                 },
@@ -338,7 +125,7 @@ def _reads() -> dict[str, Any]:
                 "summary": "The item's events, oldest first",
                 "parameters": [ITEM_PARAM],
                 "responses": {
-                    "200": _json(_ref("History"), "The events."),
+                    "200": _json(ref("History"), "The events."),
                     **auth_errors,
                     "404": unknown,
                 },
@@ -381,8 +168,8 @@ def _command(entry: Entry) -> dict[str, Any]:
                 "content": {"application/json": {"schema": body_schema(entry)}},
             },
             "responses": {
-                "200": _json(_ref("Decision"), "applied or zero_write."),
-                "409": _json(_ref("Decision"), "refused, with every reason; nothing written."),
+                "200": _json(ref("Decision"), "applied or zero_write."),
+                "409": _json(ref("Decision"), "refused, with every reason; nothing written."),
                 **ERRORS,
             },
         }

@@ -18,7 +18,7 @@ from ..core.severity import of as severity_of
 from ..runtime.heartbeat import LIVE_AFTER
 from ..server.state import Shared
 from ..store import PageKey, StopRow
-from . import listing, present, stuck
+from . import forms, listing, present, stuck
 from .page import visit
 
 
@@ -43,7 +43,7 @@ class _Rights:
         name = row.item.automation
         if name not in self.policies:
             self.policies[name] = self.s.store.policy(name)
-        return present.needs(row.item, self.actor, self.policies[name], self.now)
+        return forms.needs(row.item, self.actor, self.policies[name], self.now)
 
 
 def _page(s: Shared, f: listing.Filters, actor: Actor | None) -> listing.Page:
