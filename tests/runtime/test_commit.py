@@ -8,7 +8,7 @@ from helpers import T0, count, decide_at, dump
 from stopline.core.commands import Discover, Observe
 from stopline.core.decision import Decision, refused, zero_write
 from stopline.core.reasons import Reason
-from stopline.runtime.commit import Committed, commit
+from stopline.runtime.commit import Committed, commit, reading_back
 from stopline.store import Store
 
 
@@ -65,3 +65,37 @@ def test_a_writer_that_saw_nothing_written_says_cut_off(store: Store) -> None:
         store, discovery("i1"), command="discover", actor="s", now=T0, write=lambda d: None
     )
     assert done.status is Committed.CUT_OFF and store.get("i1") is None
+
+
+class ReplyLost(ConnectionError):
+    """The database went away before the commit's answer came back."""
+
+
+def observed(store: Store) -> tuple[Decision, Decision]:
+    """Two decisions made from one claimed version of a new item."""
+    commit(store, discovery("i1"), command="discover", actor="scheduler", now=T0)
+    claimed = store.claim("w1", T0, 30)
+    assert claimed is not None
+    first, second = (
+        decide_at(claimed, Observe("w1", claimed.lease_token, {"n": n}, T0), T0) for n in (1, 2)
+    )
+    return first, second
+
+
+def test_a_commit_whose_answer_was_lost_is_read_back_for_what_happened(store: Store) -> None:
+    """The database goes away before a commit's answer: the item read back says whether this
+    decision was written (its event is the head), nothing was (the version unchanged), or
+    another write came first."""
+
+    def written_then_lost(decision: Decision) -> bool:
+        store.apply(decision)
+        raise ReplyLost("the answer never came")
+
+    def lost_before_writing(decision: Decision) -> bool:
+        raise ReplyLost("the statement never arrived")
+
+    first, second = observed(store)
+    assert reading_back(store, lost_before_writing, (ReplyLost,), first) is None
+    assert reading_back(store, written_then_lost, (ReplyLost,), first) is True
+    assert store.get("i1") == first.after
+    assert reading_back(store, lost_before_writing, (ReplyLost,), second) is False
