@@ -166,26 +166,21 @@ class Registrar:
         actor = registry.actors.get(name)
         return actor if actor is not None and actor.active else None
 
-    def deciding_actors(self) -> dict[str, Actor]:
+    def deciding_actors(self, registry: Registry | None = None) -> dict[str, Actor]:
         """Who holds which roles now, as a command is decided: the registry chain's actors (in
         signed mode, the certified ones), never a table's rows alone. What the read views
         show as who may still approve a proposal."""
-        registry = self.store.registry()
+        if registry is None:
+            registry = self.store.registry()
         authority = self.authority(registry)
         return dict(registry.actors) if authority is None else authority.actors(self.clock())
 
     def active_actor(self, name: str) -> Actor | None:
-        """``name`` as the registry chain records it, if active (in signed mode: holding the
-        roles of its live certificates), as a trusted proxy header names it; ``None`` when
-        the chain does not verify, as for a token. Rows written into the tables without
-        their registry events name nobody."""
+        """``name`` among :meth:`deciding_actors`, if active, as a trusted proxy header names
+        it; ``None`` when the chain does not verify, as for a token. Rows written into the
+        tables without their registry events name nobody."""
         registry = self.store.registry()
-        if not registry.ok:
-            return None
-        authority = self.authority(registry)
-        if authority is not None:
-            return authority.actors(self.clock()).get(name)
-        actor = registry.actors.get(name)
+        actor = self.deciding_actors(registry).get(name) if registry.ok else None
         return actor if actor is not None and actor.active else None
 
 

@@ -3,8 +3,8 @@
 The cookie (HttpOnly, SameSite=Strict) holds a random session id and, once signed in, the
 hash of the token used (never the token). Every request re-checks that hash against the
 registry chain, as the API checks a token, so a revoked token or actor ends its sessions at
-once. With
-``STOPLINE_TRUST_PROXY_HEADER`` set, a request carrying that header is the actor it names.
+once. With ``STOPLINE_TRUST_PROXY_HEADER`` set, a request carrying that header is the actor
+it names (as the chain records it).
 """
 
 from __future__ import annotations
