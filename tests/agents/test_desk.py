@@ -135,6 +135,39 @@ def test_a_tampered_agent_item_is_never_acted_on(
     assert people.item(ref).id in found.stdout  # type: ignore[union-attr]
 
 
+def test_an_agent_reads_only_records_its_history_sealed(
+    opened: tuple[Store, Controller], lab: AgentLab
+) -> None:
+    """A waiting proposal's parameters changed in the database: get_item, wait_for_decision
+    and a propose_action that reads as a replay of it answer integrity_failed with what
+    failed, never the forged record (an agent would prepare for parameters nobody approved);
+    once put back, they answer again."""
+    from integrity.attacker import Attacker
+
+    store, _ = opened
+    desk = AgentDesk(store, AGENT)
+    made = desk.propose(AUTOMATION, "k-read", "restart", "x", {"n": 1}, {"seen": True})
+    assert made.ok, made
+    ref = made.data["ref"]
+    attacker = Attacker(lab.url)
+    try:
+        genuine = attacker.data(ref)
+        forged = {**genuine, "proposal": {**genuine["proposal"], "params": {"n": 1000}}}
+        attacker.put_data(ref, forged)
+        for answer in (desk.get(ref), desk.wait(ref, timeout=0)):
+            assert not answer.ok and answer.reasons == ("integrity_failed",), answer
+            assert "proposal" not in answer.data and "1000" not in str(answer.to_plain())
+            assert any("seal" in line for line in answer.explanation), answer.explanation
+        # proposing the forged parameters is no replay of a proposal nobody recorded
+        again = desk.propose(AUTOMATION, "k-read", "restart", "x", {"n": 1000}, {"seen": True})
+        assert not again.ok and again.reasons == ("integrity_failed",), again
+        attacker.put_data(ref, genuine)
+        assert desk.get(ref).data["proposal"]["params"] == {"n": 1}
+        assert desk.wait(ref, timeout=0).data["status"] == "waiting"
+    finally:
+        attacker.close()
+
+
 def test_authority_is_checked_again_before_the_agent_acts(
     opened: tuple[Store, Controller],
 ) -> None:

@@ -19,6 +19,7 @@ from stopline.agents.guard import (
     ApprovalGuard,
     ApprovalPending,
     ApprovalRejected,
+    GuardError,
     Pending,
 )
 from stopline.controller import Controller
@@ -182,20 +183,24 @@ def test_arguments_without_a_json_form_are_refused_before_anything_is_written(
     assert dump(store) == before
 
 
-def test_what_runs_is_what_the_acting_step_checked(
+def test_forged_arguments_never_run_even_when_put_back_before_the_acting_step(
     lab: AgentLab, opened: tuple[Store, Controller]
 ) -> None:
     """Someone with the database forges the approved call's arguments, and puts them back
-    the moment before the acting step checks the record (which then passes): the function
-    runs with the arguments that step checked, never with what was read before it."""
+    the moment before the acting step checks the record (which then passes): the read the
+    call makes first is checked too, so the call stops there and nothing runs; and had that
+    read passed, the function would run with the arguments the acting step checked (the
+    ``begun`` answer's), never with those of an earlier read."""
     store, people = opened
     attacker = Attacker(lab.url)
     ref = ""
     genuine: dict[str, Any] = {}
+    begun: list[str] = []
 
     class PutBackFirst(AgentDesk):
         def begin(self, item: str, digest: str) -> Answer:
             attacker.put_data(ref, genuine)
+            begun.append(item)
             return super().begin(item, digest)
 
     desk = PutBackFirst(store, AGENT)
@@ -216,6 +221,71 @@ def test_what_runs_is_what_the_acting_step_checked(
         forged = copy.deepcopy(genuine)
         forged["proposal"]["params"] = {"grace": 0}
         attacker.put_data(ref, forged)
-        assert restart(60) == 60 and seen == [60]
+        with pytest.raises(GuardError) as stopped:
+            restart(60)
+        assert "integrity_failed" in stopped.value.reasons and seen == [] and begun == []
+        attacker.put_data(ref, genuine)
+        assert restart(60) == 60 and seen == [60] and begun == [ref]
     finally:
         attacker.close()
+
+
+def test_a_forged_outcome_is_never_returned(
+    lab: AgentLab, opened: tuple[Store, Controller]
+) -> None:
+    """A completed call's recorded outcome changed in the database: the call again neither
+    returns the forged value (its caller would take an action for done that never was) nor runs
+    the function; it stops with integrity_failed."""
+    store, people = opened
+    guard = ApprovalGuard(store, agent=AGENT, automation=AUTOMATION, on_pending="return")
+    ran: list[int] = []
+
+    @guard.requires_approval(action="transfer", target="ledger")
+    def transfer(amount: int) -> dict[str, Any]:
+        ran.append(amount)
+        return {"transfer": "t-1", "amount": amount}
+
+    pending = transfer(5)
+    assert isinstance(pending, Pending)
+    assert people.approve(pending.ref, proposal=pending.digest, actor="alice").applied
+    assert transfer(5) == {"transfer": "t-1", "amount": 5} and ran == [5]
+    attacker = Attacker(lab.url)
+    try:
+        data = attacker.data(pending.ref)
+        data["result"] = {"value": {"transfer": "t-999", "amount": 5000}}
+        attacker.put_data(pending.ref, data)
+        with pytest.raises(GuardError) as stopped:
+            transfer(5)
+        assert "integrity_failed" in stopped.value.reasons
+        assert ran == [5]
+    finally:
+        attacker.close()
+
+
+def test_what_runs_is_what_the_acting_step_checked(opened: tuple[Store, Controller]) -> None:
+    """Whatever the call's first read answered (here a desk whose ``get`` answers other
+    arguments, as a read older than the acting step could), the function runs with the
+    arguments of the record ``begin_action`` checked."""
+    store, people = opened
+
+    class OtherFirstRead(AgentDesk):
+        def get(self, item: str) -> Answer:
+            answer = super().get(item)
+            if answer.ok and answer.data.get("proposal"):
+                proposal = {**answer.data["proposal"], "params": {"grace": 0}}
+                return Answer(True, {**answer.data, "proposal": proposal})
+            return answer
+
+    desk = OtherFirstRead(store, AGENT)
+    guard = ApprovalGuard(store, agent=AGENT, automation=AUTOMATION, on_pending="return", desk=desk)
+    seen: list[int] = []
+
+    @guard.requires_approval(action="restart", target="billing-api")
+    def restart(grace: int) -> int:
+        seen.append(grace)
+        return grace
+
+    pending = restart(60)
+    assert isinstance(pending, Pending)
+    assert people.approve(pending.ref, proposal=pending.digest, actor="alice").applied
+    assert restart(60) == 60 and seen == [60]

@@ -36,6 +36,7 @@ from ..core.commands import (
 )
 from ..core.decide import decide
 from ..core.decision import Decision, Outcome
+from ..core.integrity import head_findings
 from ..core.policy import Policy
 from ..core.reasons import Reason
 from ..core.records import Item
@@ -73,8 +74,31 @@ class AgentDesk(AgentSteps):
             return None, refusal([Reason.NOT_YOUR_ITEM], item=ref)
         return item, None
 
+    def _checked(self, ref: str) -> tuple[Item | None, Answer | None]:
+        """:meth:`_own`, the record held against its head event and that event's seal
+        (:meth:`_unsealed`)."""
+        found, problem = self._own(ref)
+        if found is None:
+            return None, problem
+        return (None, failed) if (failed := self._unsealed(found)) else (found, None)
+
+    def _unsealed(self, item: Item) -> Answer | None:
+        """A refusal ``integrity_failed`` saying what failed when ``item`` is not the record
+        its head event sealed; an answer read from such a record would tell the agent of a
+        state, an outcome or parameters nobody recorded. (A step writes its stop instead.)"""
+        head, legacy = self.store.head(item.id)
+        findings = head_findings(item, head, legacy)
+        if not findings:
+            return None
+        sentences = [f.text() for f in findings[:5]]
+        return refusal([Reason.INTEGRITY_FAILED], *sentences, item=item.id)
+
+    def _unchanged(self, item: Item) -> Answer:
+        """What a replay answers (nothing written): the item as recorded, once checked."""
+        return self._unsealed(item) or Answer(True, {"written": False, **agent_view(item)})
+
     def get(self, item: str) -> Answer:
-        found, problem = self._own(item)
+        found, problem = self._checked(item)
         if problem is not None:
             return problem
         assert found is not None
@@ -99,7 +123,7 @@ class AgentDesk(AgentSteps):
         ``waiting`` (or the item's state when it is elsewhere); at most ``timeout`` s."""
         deadline = time.monotonic() + max(0, timeout)
         while True:
-            found, problem = self._own(item)
+            found, problem = self._checked(item)
             if problem is not None:
                 return problem
             assert found is not None
@@ -158,7 +182,7 @@ class AgentDesk(AgentSteps):
         proposal = item.doc("proposal")
         wanted = {"action": action, "target": target, "params": params, "rationale": rationale}
         if proposal is not None and same_proposal(proposal, wanted):
-            return Answer(True, {"written": False, **agent_view(item)})  # a replay
+            return self._unchanged(item)  # a replay
         if item.state is State.OBSERVING:
             decision = self._observe(item, policy, evidence)
             if not decision.applied:
@@ -198,7 +222,7 @@ class AgentDesk(AgentSteps):
         if item.state is State.READY_FOR_REVIEW and item.doc("report")["digest"] == digest_of(
             report
         ):
-            return Answer(True, {"written": False, **agent_view(item)})
+            return self._unchanged(item)
         if item.state is State.OBSERVING:
             decision = self._observe(item, policy, evidence)
             if not decision.applied:
@@ -223,7 +247,7 @@ class AgentDesk(AgentSteps):
         assert item is not None and policy is not None
         stopped = item.doc("exception")
         if item.state is State.EXCEPTION and stopped and stopped.get("why") == why:
-            return Answer(True, {"written": False, **agent_view(item)})
+            return self._unchanged(item)
         data = dict(evidence or {})
 
         def command(token: int) -> Command:
@@ -300,7 +324,7 @@ class AgentDesk(AgentSteps):
         if found.state is State.COMPLETED:
             same = status == "done" and found.doc("result") == result
             if same:
-                return Answer(True, {"written": False, **agent_view(found)})
+                return self._unchanged(found)
             return refusal([Reason.ALREADY_COMPLETED], **agent_view(found))
         if found.state is State.APPROVED:
             return refusal(

@@ -83,7 +83,8 @@ AGENT_ENTRIES: tuple[AgentEntry, ...] = (
     ),
     AgentEntry(
         "get_item",
-        "One of the agent's items: its state, proposal, digest and outcome.",
+        "One of the agent's items: its state, proposal, digest and outcome, once the record is"
+        " checked against its sealed history (refused integrity_failed when it is not).",
         (ITEM,),
         "get",
         writes=False,
