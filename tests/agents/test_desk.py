@@ -5,9 +5,11 @@ store verifies clean afterwards. An agent touches only its own items."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 
+from helpers import dump
 from stopline.agents.desk import AgentDesk
 from stopline.controller import Controller
 from stopline.store import Store
@@ -86,6 +88,32 @@ def test_an_agent_touches_only_its_own_items_and_agent_automations(
     begun = ours.begin(ref, "0" * 64)
     assert begun.reasons == ("proposal_digest_mismatch",)
     assert people.item(ref).state.value == "approved"  # type: ignore[union-attr]
+
+
+def test_an_agent_starts_no_item_in_an_automation_its_workers_run(
+    opened: tuple[Store, Controller],
+) -> None:
+    """An automation that is not an agent automation is run by workers, which would carry out
+    whatever its items propose once approved: an agent starts none there (the desk refuses,
+    and so does the core, should a caller skip the desk), and nothing is written."""
+    from stopline.core.commands import Discover
+    from stopline.core.decide import decide
+    from stopline.core.step import Context
+    from stopline.runtime.automation import App, Automation
+    from stopline.runtime.scheduler import Scheduler
+
+    store, _ = opened
+    plain = Automation("plain", lambda ctx: [], lambda ctx: None, lambda ctx: None)
+    Scheduler(store, App([plain])).register()
+    before = dump(store)
+    made = AgentDesk(store, AGENT).propose("plain", "k", "restart", "x", {"n": 1}, {})
+    assert not made.ok and made.reasons == ("not_an_agent_automation",), made
+    assert dump(store) == before
+    policy = store.policy("plain")
+    assert policy is not None and not policy.agent
+    command = Discover(item_id="itm_plain", automation="plain", key="k", agent=AGENT)
+    decision = decide(None, command, Context(datetime.now(UTC), policy))
+    assert not decision.applied and decision.reasons == ("not_an_agent_automation",)
 
 
 def test_a_person_sends_a_proposal_back_and_the_agent_proposes_again(

@@ -29,6 +29,8 @@ def decide_discover(command: Discover, ctx: Context) -> Decision:
     reasons: list[str] = []
     if not command.automation or not command.key:
         reasons.append(Reason.INVALID_INPUT)
+    if command.agent and not policy.agent:
+        reasons.append(Reason.NOT_AN_AGENT_AUTOMATION)  # its workers would act on what it says
     if reasons:
         return refused(None, reasons, command.item_id)
     item = Item(
