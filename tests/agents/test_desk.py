@@ -276,3 +276,25 @@ def test_an_agent_notes_its_own_items_as_an_ai_and_nothing_else_moves(
     assert refused.reasons == ("agent_forbidden",)
     assert store.history(after.id)[-1].seq == last.seq
     lab.cli("verify")
+
+
+def test_an_outcome_is_recorded_once_after_the_acting_step(
+    opened: tuple[Store, Controller],
+) -> None:
+    """record_outcome before begin_action is refused and says to take the step first; once
+    done, the same outcome again writes nothing, and another outcome is refused
+    already_completed (never answered as recorded)."""
+    store, people = opened
+    desk = AgentDesk(store, AGENT)
+    ref, digest = approved(desk, people, "k-once")
+    early = desk.record(ref, digest, "done", {"restarted": True})
+    assert not early.ok and early.reasons == ("illegal_transition",), early
+    assert any("begin_action" in line for line in early.explanation), early.explanation
+    assert desk.begin(ref, digest).ok
+    assert desk.record(ref, digest, "done", {"restarted": True}).ok
+    before = dump(store)
+    again = desk.record(ref, digest, "done", {"restarted": True})
+    assert again.ok and again.data["written"] is False
+    other = desk.record(ref, digest, "done", {"restarted": False})
+    assert not other.ok and other.reasons == ("already_completed",), other
+    assert dump(store) == before
