@@ -298,3 +298,35 @@ def test_an_outcome_is_recorded_once_after_the_acting_step(
     other = desk.record(ref, digest, "done", {"restarted": False})
     assert not other.ok and other.reasons == ("already_completed",), other
     assert dump(store) == before
+
+
+def test_an_agent_that_lost_its_role_records_nothing(opened: tuple[Store, Controller]) -> None:
+    """The agent's role revoked after it began the approved action: its outcome is refused
+    actor_not_authorized and nothing is written; the item waits, delivering, for a person."""
+    store, people = opened
+    desk = AgentDesk(store, AGENT)
+    ref, digest = approved(desk, people, "k-revoked")
+    assert desk.begin(ref, digest).ok
+    people.revoke_actor(AGENT, "agent")
+    before = dump(store)
+    for answer in (
+        desk.record(ref, digest, "done", {"restarted": True}),
+        desk.record(ref, digest, "failed", message="gone"),
+    ):
+        assert not answer.ok and answer.reasons == ("actor_not_authorized",), answer
+    assert dump(store) == before
+    assert people.item(ref).state.value == "delivering"  # type: ignore[union-attr]
+
+
+def test_a_second_stop_for_other_reasons_is_no_replay(opened: tuple[Store, Controller]) -> None:
+    """needs_eyes again with the same why writes nothing and answers ok; with another why,
+    the item is already stopped and the call is refused (never answered as recorded)."""
+    store, _ = opened
+    desk = AgentDesk(store, AGENT)
+    assert desk.needs_eyes(AUTOMATION, "k-eyes", "disk almost full", "sre").ok
+    before = dump(store)
+    again = desk.needs_eyes(AUTOMATION, "k-eyes", "disk almost full", "sre")
+    assert again.ok and again.data["written"] is False
+    other = desk.needs_eyes(AUTOMATION, "k-eyes", "a different problem", "sre")
+    assert not other.ok and other.reasons == ("illegal_transition",), other
+    assert dump(store) == before
