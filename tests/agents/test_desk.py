@@ -330,3 +330,33 @@ def test_a_second_stop_for_other_reasons_is_no_replay(opened: tuple[Store, Contr
     other = desk.needs_eyes(AUTOMATION, "k-eyes", "a different problem", "sre")
     assert not other.ok and other.reasons == ("illegal_transition",), other
     assert dump(store) == before
+
+
+def test_a_forged_record_is_never_sealed_by_the_agents_next_step(
+    opened: tuple[Store, Controller], lab: AgentLab
+) -> None:
+    """A proposal sent back, then its evidence forged in the database before the agent
+    proposes again: the step is refused integrity_failed and stops the item, and the forged
+    record is never sealed by a step of the agent's (it would pass every later check as
+    the agent's own); verify names the item among the incidents stopped when found."""
+    from integrity.attacker import Attacker
+
+    store, people = opened
+    desk = AgentDesk(store, AGENT)
+    made = desk.propose(AUTOMATION, "k-launder", "restart", "x", {"n": 1}, {"seen": True})
+    ref = made.data["ref"]
+    assert people.reject(ref, actor="alice", reason="use n=2", send_back=True).applied
+    attacker = Attacker(lab.url)
+    try:
+        data = attacker.data(ref)
+        data["evidence"] = {**data["evidence"], "data": {"seen": False, "forged": True}}
+        attacker.put_data(ref, data)
+    finally:
+        attacker.close()
+    again = desk.propose(AUTOMATION, "k-launder", "restart", "x", {"n": 2}, {"seen": True})
+    assert not again.ok and "integrity_failed" in again.reasons, again
+    item = people.item(ref)
+    assert item is not None and item.state.value != "awaiting_approval"
+    assert store.history(item.id)[-1].command == "integrity_failed"
+    report = lab.cli("verify").stdout  # the forge is a recorded incident: stopped when found
+    assert "1 recorded incidents" in report and item.id in report, report
