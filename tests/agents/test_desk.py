@@ -4,14 +4,18 @@ store verifies clean afterwards. An agent touches only its own items."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
 from helpers import dump
 from stopline.agents.desk import AgentDesk
+from stopline.clock import utcnow
 from stopline.controller import Controller
+from stopline.core.frozen import freeze
 from stopline.store import Store
 
 from .conftest import AGENT, AUTOMATION, AgentLab
@@ -360,3 +364,72 @@ def test_a_forged_record_is_never_sealed_by_the_agents_next_step(
     assert store.history(item.id)[-1].command == "integrity_failed"
     report = lab.cli("verify").stdout  # the forge is a recorded incident: stopped when found
     assert "1 recorded incidents" in report and item.id in report, report
+
+
+def _observe_event_altered(attacker: Any, ref: str) -> None:
+    """An older event (one no ledger entry records) changed, its hash left as it was."""
+    item = attacker.item(ref)
+    event = next(e for e in attacker.history(item.id) if e.command == "observe")
+    attacker.put_event(replace(event, detail=freeze({**event.detail, "forged": True})))
+
+
+def _approve_event_rewritten_and_rehashed(attacker: Any, ref: str) -> None:
+    """The approval's event changed and the item's chain re-hashed from there, the row made
+    to match: only the ledger (which holds the approval event's hash) still knows."""
+    item = attacker.item(ref)
+    events = attacker.history(item.id)
+    approve = next(e for e in events if e.command == "approve")
+    forged = freeze({**approve.detail, "forged": True})
+    events = [replace(e, detail=forged) if e.seq == approve.seq else e for e in events]
+    item, events = attacker.rehash_chain(item, events, approve.seq)
+    for event in events[approve.seq - 1 :]:
+        attacker.put_event(event)
+    attacker.put_item(item)
+
+
+def _registry_event_appended(attacker: Any, ref: str) -> None:
+    """A registry event granting a role, appended with its hash but with no ledger entry."""
+    state = {"roles": ["approver"], "active": True}
+    attacker.append_registry("dana", "add", {"roles": ["approver"], "state": state}, utcnow())
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [_observe_event_altered, _approve_event_rewritten_and_rehashed, _registry_event_appended],
+)
+def test_what_the_agent_checks_before_acting(
+    opened: tuple[Store, Controller], lab: AgentLab, attack: Callable[[Any, str], None]
+) -> None:
+    """begin_action holds the whole history (an older event altered), the history against
+    the ledger (a chain rewritten and re-hashed consistently) and the registry (an event no
+    ledger entry records) before the agent acts: each stops the action integrity_failed."""
+    from integrity.attacker import Attacker
+
+    store, people = opened
+    desk = AgentDesk(store, AGENT)
+    ref, digest = approved(desk, people, "k-" + attack.__name__)
+    attacker = Attacker(lab.url)
+    try:
+        attack(attacker, ref)
+    finally:
+        attacker.close()
+    begun = desk.begin(ref, digest)
+    assert not begun.ok and "integrity_failed" in begun.reasons, begun
+    assert people.item(ref).state.value != "delivering"  # type: ignore[union-attr]
+
+
+def test_a_deactivated_agent_does_nothing(opened: tuple[Store, Controller]) -> None:
+    """The agent's actor deactivated (all of it, not one role): every writing command is
+    refused actor_not_authorized and nothing is written."""
+    store, people = opened
+    desk = AgentDesk(store, AGENT)
+    ref, digest = approved(desk, people, "k-inactive")
+    people.revoke_actor(AGENT)
+    before = dump(store)
+    for answer in (
+        desk.propose(AUTOMATION, "k-new", "restart", "x", {"n": 1}, {}),
+        desk.begin(ref, digest),
+        desk.needs_eyes(AUTOMATION, "k-new2", "why", "sre"),
+    ):
+        assert not answer.ok and answer.reasons == ("actor_not_authorized",), answer
+    assert dump(store) == before
