@@ -15,6 +15,8 @@ from helpers import dump
 from stopline.agents.desk import AgentDesk
 from stopline.clock import utcnow
 from stopline.controller import Controller
+from stopline.core.commands import Command
+from stopline.core.decision import Decision
 from stopline.core.frozen import freeze
 from stopline.store import Store
 
@@ -433,3 +435,46 @@ def test_a_deactivated_agent_does_nothing(opened: tuple[Store, Controller]) -> N
     ):
         assert not answer.ok and answer.reasons == ("actor_not_authorized",), answer
     assert dump(store) == before
+
+
+def test_an_acting_step_that_loses_a_race_is_refused(opened: tuple[Store, Controller]) -> None:
+    """A person writes to the item (a note) after begin_action's checks and before its write:
+    the write loses its compare-and-set, the answer is stale_version (never a go-ahead), and
+    the item stays as the person left it, approved and not begun."""
+    store, people = opened
+    ref = ""
+
+    class RejectedMeanwhile(AgentDesk):
+        def _commit(self, decision: Decision, command: Command) -> Decision:
+            if command.name == "execute":
+                assert people.note(ref, actor="alice", body="holding this one").applied
+            return super()._commit(decision, command)
+
+    desk = RejectedMeanwhile(store, AGENT)
+    ref, digest = approved(desk, people, "k-race")
+    begun = desk.begin(ref, digest)
+    assert not begun.ok and begun.reasons == ("stale_version",), begun
+    assert people.item(ref).state.value == "approved"  # type: ignore[union-attr]
+
+
+def test_a_failure_recorded_on_a_forged_record_is_refused(
+    opened: tuple[Store, Controller], lab: AgentLab
+) -> None:
+    """The agent records a failure on an item forged since begin_action: the step writes the
+    integrity stop, and the answer says integrity_failed (not that the failure was recorded)."""
+    from integrity.attacker import Attacker
+
+    store, people = opened
+    desk = AgentDesk(store, AGENT)
+    ref, digest = approved(desk, people, "k-fail-forged")
+    assert desk.begin(ref, digest).ok
+    attacker = Attacker(lab.url)
+    try:
+        data = attacker.data(ref)
+        data["evidence"] = {**data["evidence"], "data": {"forged": True}}
+        attacker.put_data(ref, data)
+    finally:
+        attacker.close()
+    answer = desk.record(ref, digest, "failed", message="timeout", retryable=True)
+    assert not answer.ok and "integrity_failed" in answer.reasons, answer
+    assert answer.data["written"] is True
