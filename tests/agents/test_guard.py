@@ -289,3 +289,32 @@ def test_what_runs_is_what_the_acting_step_checked(opened: tuple[Store, Controll
     assert isinstance(pending, Pending)
     assert people.approve(pending.ref, proposal=pending.digest, actor="alice").applied
     assert restart(60) == 60 and seen == [60]
+
+
+def test_an_acting_step_that_answers_for_another_proposal_runs_nothing(
+    opened: tuple[Store, Controller],
+) -> None:
+    """A desk whose begin_action answers for another digest than the approved one (a bug, or
+    a desk someone swapped in): the call stops (ActionStopped) and nothing runs."""
+    store, people = opened
+
+    class OtherDigest(AgentDesk):
+        def begin(self, item: str, digest: str) -> Answer:
+            answer = super().begin(item, digest)
+            return Answer(answer.ok, {**answer.data, "digest": "f" * 64}) if answer.ok else answer
+
+    desk = OtherDigest(store, AGENT)
+    guard = ApprovalGuard(store, agent=AGENT, automation=AUTOMATION, on_pending="return", desk=desk)
+    ran: list[int] = []
+
+    @guard.requires_approval(action="restart", target="billing-api")
+    def restart(grace: int) -> int:
+        ran.append(grace)
+        return grace
+
+    pending = restart(60)
+    assert isinstance(pending, Pending)
+    assert people.approve(pending.ref, proposal=pending.digest, actor="alice").applied
+    with pytest.raises(ActionStopped):
+        restart(60)
+    assert ran == []
