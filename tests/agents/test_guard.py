@@ -318,3 +318,51 @@ def test_an_acting_step_that_answers_for_another_proposal_runs_nothing(
     with pytest.raises(ActionStopped):
         restart(60)
     assert ran == []
+
+
+def test_an_outcome_that_could_not_be_recorded_is_no_silent_success(
+    opened: tuple[Store, Controller],
+) -> None:
+    """The agent loses its role while the approved function runs: the function ran (once),
+    but its outcome cannot be recorded, and the call says so (GuardError) instead of
+    returning as if all were done."""
+    store, people = opened
+    guard = ApprovalGuard(store, agent=AGENT, automation=AUTOMATION, on_pending="return")
+    ran: list[int] = []
+
+    @guard.requires_approval(action="restart", target="billing-api")
+    def restart(grace: int) -> int:
+        ran.append(grace)
+        people.revoke_actor(AGENT, "agent")
+        return grace
+
+    pending = restart(60)
+    assert isinstance(pending, Pending)
+    assert people.approve(pending.ref, proposal=pending.digest, actor="alice").applied
+    with pytest.raises(GuardError) as unrecorded:
+        restart(60)
+    assert "actor_not_authorized" in unrecorded.value.reasons and ran == [60]
+
+
+def test_the_same_arguments_for_another_target_are_another_proposal(
+    opened: tuple[Store, Controller],
+) -> None:
+    """Two guarded functions of one name and arguments, on two targets: each is its own
+    proposal, and the outcome of one is never returned for the other."""
+    store, people = opened
+    guard = ApprovalGuard(store, agent=AGENT, automation=AUTOMATION, on_pending="return")
+
+    def restart_on(target: str) -> Any:
+        @guard.requires_approval(action="restart", target=target)
+        def restart(grace: int) -> str:
+            return f"{target} restarted"
+
+        return restart
+
+    billing, search = restart_on("billing-api"), restart_on("search-api")
+    pending = billing(60)
+    assert isinstance(pending, Pending)
+    assert people.approve(pending.ref, proposal=pending.digest, actor="alice").applied
+    assert billing(60) == "billing-api restarted"
+    other = search(60)
+    assert isinstance(other, Pending) and other.ref != pending.ref

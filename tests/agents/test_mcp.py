@@ -283,3 +283,38 @@ def test_an_agent_cannot_approve_through_the_operator_api_or_the_cli(
     )
     assert refused["reasons"] == ["agent_forbidden"]
     assert lab.cli_json("show", proposed["ref"])["state"] == "awaiting_approval"
+
+
+def test_the_http_front_door_lets_in_only_an_agents_bearer_token(
+    mcp_http: Any, lab: AgentLab
+) -> None:
+    """Over HTTP only ``Authorization: Bearer TOKEN`` of an active actor holding the agent role
+    reaches the tools: no header, the agent's token under another scheme, a person's token and
+    a deactivated agent's token are each answered 401 before any tool runs."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    def status(authorization: str | None) -> tuple[int, str]:
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        }
+        if authorization is not None:
+            headers["Authorization"] = authorization
+        request = urllib.request.Request(f"{mcp_http.base}/mcp", body, headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    agent, person = lab.token(AGENT), lab.token("alice")
+    assert status(f"Bearer {agent}")[0] != 401
+    for header in (None, f"Basic {agent}", f"Token {agent}", f"Bearer {person}"):
+        code, text = status(header)
+        assert code == 401, (header, code, text)
+    assert "does not hold the agent role" in status(f"Bearer {person}")[1]
+    lab.controller().revoke_actor(AGENT)
+    assert status(f"Bearer {agent}")[0] == 401
