@@ -478,3 +478,19 @@ def test_a_failure_recorded_on_a_forged_record_is_refused(
     answer = desk.record(ref, digest, "failed", message="timeout", retryable=True)
     assert not answer.ok and "integrity_failed" in answer.reasons, answer
     assert answer.data["written"] is True
+
+
+def test_a_rejection_answers_only_while_the_item_rests_on_it(
+    opened: tuple[Store, Controller],
+) -> None:
+    """A proposal sent back, then the agent stops the item for a person instead: waiting on
+    it answers the stop (exception), not the earlier rejection."""
+    store, people = opened
+    desk = AgentDesk(store, AGENT)
+    made = desk.propose(AUTOMATION, "k-rest", "restart", "x", {"n": 1}, {"seen": True})
+    ref, digest = made.data["ref"], made.data["digest"]
+    assert people.reject(ref, actor="alice", reason="not like this", send_back=True).applied
+    assert desk.wait(ref, digest, 0).data["status"] == "rejected"
+    assert desk.needs_eyes(AUTOMATION, "k-rest", "cannot tell", "sre").ok
+    assert desk.wait(ref, None, 0).data["status"] == "exception"
+    assert desk.wait(ref, digest, 0).data["status"] == "exception"
