@@ -16,19 +16,26 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from dataclasses import dataclass, field
 
 from ..core.decision import Decision
 from ..store import Store
 
 
-@dataclass
 class _Pending:
-    decision: Decision
-    done: threading.Event = field(default_factory=threading.Event)
-    lead: bool = False
-    written: bool = False
-    error: BaseException | None = None
+    """One decision handed to the committer, and how its write went. ``done`` is a lock held
+    from the start and released once (by the thread that wrote the group, or that hands this
+    one the lead): a bare lock wakes its one waiter without a ``threading.Event``'s condition
+    and the Python calls around it."""
+
+    __slots__ = ("decision", "done", "error", "lead", "written")
+
+    def __init__(self, decision: Decision) -> None:
+        self.decision = decision
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.lead = False
+        self.written = False
+        self.error: BaseException | None = None
 
 
 class GroupCommitter:
@@ -54,7 +61,7 @@ class GroupCommitter:
             if not self._writing:
                 self._writing = pending.lead = True
         if not pending.lead:
-            pending.done.wait()
+            pending.done.acquire()
         if pending.lead:
             self._write_groups(pending)
         if pending.error is not None:
@@ -83,6 +90,6 @@ class GroupCommitter:
                 successor.lead = True
         for pending in group:
             if pending is not own:
-                pending.done.set()
+                pending.done.release()
         if successor is not None:
-            successor.done.set()
+            successor.done.release()
