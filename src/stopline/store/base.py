@@ -19,7 +19,7 @@ from ..core.ledger import (
     shard_of,
 )
 from ..core.records import Event, Item
-from .documents import DocumentCache, documents_of
+from .documents import DocumentCache, Documents, documents_of
 from .errors import StoreError
 from .heartbeats import SQLHeartbeats
 from .insights import SQLInsights
@@ -186,7 +186,8 @@ class SQLStore(SQLLeases):
 
     def _apply_params(self, decision: Decision) -> dict[str, Any]:
         """The parameters of an applied decision: the new item (its documents apart, those not
-        stored yet in ``doc_digests`` and ``doc_bodies``), its event, the version guard."""
+        stored yet in ``documents``, and bound in ``doc_digests`` and ``doc_bodies``), its
+        event, the version guard."""
         before, after, event = decision.before, decision.after, decision.event
         if before is None or after is None or event is None:
             raise StoreError("only an applied decision about an existing item can be written")
@@ -195,9 +196,14 @@ class SQLStore(SQLLeases):
             **row,
             **self._event_params(event),
             "expected_version": before.version,
-            "doc_digests": [d for d, _ in documents],
-            "doc_bodies": [b for _, b in documents],
+            "documents": documents,
+            **self._documents_params(documents),
         }
+
+    def _documents_params(self, documents: Documents) -> dict[str, Any]:
+        """``doc_digests`` and ``doc_bodies``: the documents to write as two lists of text, as
+        the dialect binds them."""
+        return {"doc_digests": [d for d, _ in documents], "doc_bodies": [b for _, b in documents]}
 
     def _insert_idempotency(
         self, cur: Any, idempotency: tuple[str, str, str], item_id: str | None, at: Any

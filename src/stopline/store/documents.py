@@ -88,8 +88,8 @@ _SPLIT = KeptByValue(1024, 8 * 2**20)
 
 
 def documents_of(params: Mapping[str, Any]) -> Documents:
-    """The documents an applied decision's parameters write (``doc_digests``, ``doc_bodies``)."""
-    return list(zip(params["doc_digests"], params["doc_bodies"], strict=True))
+    """The documents an applied decision's parameters write."""
+    return list(params["documents"])
 
 
 class DocumentCache:
