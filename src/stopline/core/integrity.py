@@ -312,7 +312,7 @@ def proposal_findings(item: Item) -> list[Finding]:
     ref = item.id
     try:
         recorded = proposal["digest"]
-        if not digest_matches(proposal_body(proposal), recorded):
+        if not _body_matches_digest(proposal):
             return [
                 Finding(
                     "item",
@@ -344,6 +344,22 @@ def proposal_findings(item: Item) -> list[Finding]:
         return found
     except (KeyError, TypeError, ValueError, CanonicalError) as exc:
         return [Finding("item", ref, "proposal", RECORD_MALFORMED, f"malformed proposal: {exc}")]
+
+
+def _body_matches_digest(proposal: Mapping[str, Any]) -> bool:
+    """Whether the proposal's body hashes to its digest; kept when it does for a proposal
+    frozen to the bottom (the very object is checked again before each acting step): such a
+    value cannot change, so neither can the answer."""
+    kept, _ = _DIGEST_MATCHED.get(proposal)
+    if kept:
+        return True
+    matches = digest_matches(proposal_body(proposal), proposal["digest"])
+    if matches and deeply_frozen(proposal):
+        _DIGEST_MATCHED.keep(proposal, True, 1)
+    return matches
+
+
+_DIGEST_MATCHED = KeptByValue(MEMO_DATA, MEMO_DATA)  # proposals whose body matched their digest
 
 
 def author_findings(event: Event, row: Transition | None) -> list[Finding]:
