@@ -1,0 +1,84 @@
+"""Authority is checked again before every run of the execute hook, not only before the step
+that takes an approved item into ``delivering``: an item whose execute hook failed and is
+retried in ``delivering`` is not carried out once its approval no longer holds. On both stores,
+with a real worker in process."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from stopline import (
+    App,
+    ApprovalPolicy,
+    ApprovalRule,
+    Automation,
+    Deliver,
+    Evidence,
+    Proposal,
+    RetryPolicy,
+    TransientError,
+)
+from stopline.clock import utcnow
+from stopline.controller import Controller
+from stopline.runtime.scheduler import Scheduler
+from stopline.runtime.worker import Worker
+from stopline.store import Store
+
+
+def test_an_approval_revoked_before_the_execute_hook_runs_again(store: Store) -> None:
+    """The execute hook times out on its first run (retried in delivering); the approver's
+    role is revoked; the next attempt re-checks authority first: the hook does not run again,
+    and the item waits for approval again (recheck_failed), with nothing delivered."""
+    runs: list[str] = []
+
+    def execute(ctx: Any) -> Deliver:
+        runs.append(ctx.item.id)
+        if len(runs) == 1:
+            raise TransientError("the API timed out")
+        return Deliver(result={"restarted": True})
+
+    automation = Automation(
+        "ops",
+        lambda ctx: ["billing-api"],
+        lambda ctx: Evidence({"p99_ms": 4100}),
+        lambda ctx: Proposal("restart", {"service": "billing-api"}),
+        execute=execute,
+        approval=ApprovalPolicy(default=ApprovalRule(roles=("approver",), approvals=1)),
+        retry=RetryPolicy(max_attempts=5, base_delay=60.0),
+    )
+    app = App([automation], actors={"alice": ("approver",)})
+    scheduler = Scheduler(store, app)
+    scheduler.register()
+    scheduler.tick(force=True)
+    later = [0.0]  # seconds the worker's clock runs ahead: the retry comes due once moved on
+    worker = Worker(
+        store,
+        app,
+        worker_id="w1",
+        clock=lambda: utcnow() + timedelta(seconds=later[0]),
+        renew=False,
+        host_trust=False,
+    )
+    while worker.tick():
+        pass
+    people = Controller(store)
+    (item,) = store.list_items(automation="ops")
+    assert item.state.value == "awaiting_approval"
+    assert people.approve(item.id, proposal=item.doc("proposal")["digest"], actor="alice").applied
+    while worker.tick():
+        pass
+    retried = store.get(item.id)
+    assert retried is not None and retried.state.value == "delivering" and len(runs) == 1
+    people.revoke_actor("alice", "approver")
+    later[0] = 600.0
+    while worker.tick():
+        pass
+    after = store.get(item.id)
+    assert after is not None and after.state.value == "awaiting_approval", after.state
+    assert len(runs) == 1
+    last = store.history(item.id)[-1]
+    assert (last.command, last.from_state.value if last.from_state else None) == (
+        "recheck_failed",
+        "delivering",
+    )
