@@ -1,17 +1,20 @@
-"""Authority is checked again before every run of the execute hook, not only before the step
-that takes an approved item into ``delivering``: an item whose execute hook failed and is
-retried in ``delivering`` is not carried out once its approval no longer holds. On both stores,
-with a real worker in process."""
+"""Authority is checked again before every run of the execute hook and before every remote
+write, not only before the step that takes an approved item into ``delivering``: an item whose
+execute hook or create failed and is retried in ``delivering`` is not carried out once its
+approval no longer holds. On both stores, with a real worker in process and a real directory
+target."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from stopline import (
     App,
     ApprovalPolicy,
     ApprovalRule,
+    Artifact,
     Automation,
     Deliver,
     Evidence,
@@ -24,6 +27,8 @@ from stopline.controller import Controller
 from stopline.runtime.scheduler import Scheduler
 from stopline.runtime.worker import Worker
 from stopline.store import Store
+from stopline.targets.base import RemoteRef, TargetError
+from stopline.targets.directory import DirectoryTarget
 
 
 def test_an_approval_revoked_before_the_execute_hook_runs_again(store: Store) -> None:
@@ -82,3 +87,65 @@ def test_an_approval_revoked_before_the_execute_hook_runs_again(store: Store) ->
         "recheck_failed",
         "delivering",
     )
+
+
+class FirstCreateFails(DirectoryTarget):
+    """A directory target whose first create fails without taking effect (a transient
+    outage), counting every create."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.creates = 0
+
+    def create(self, artifact: Artifact, idempotency_key: str) -> RemoteRef:
+        self.creates += 1
+        if self.creates == 1:
+            raise TargetError("the server answered 503")
+        return super().create(artifact, idempotency_key)
+
+
+def test_an_approval_revoked_before_a_remote_write_is_retried(store: Store, tmp_path: Path) -> None:
+    """The first create of the approved object fails (retried in delivering, its artifact
+    staged); the approver's role is revoked; the next attempt re-checks authority before the
+    write: nothing is created, and the item waits for approval again."""
+    target = FirstCreateFails(tmp_path / "out")
+    automation = Automation(
+        "ops",
+        lambda ctx: ["notice"],
+        lambda ctx: Evidence({"outage": True}),
+        lambda ctx: Proposal("publish", {"page": "status"}),
+        execute=lambda ctx: Deliver([Artifact("notice", "Outage", "API down", "We are on it.")]),
+        target=target,
+        approval=ApprovalPolicy(default=ApprovalRule(roles=("approver",), approvals=1)),
+        retry=RetryPolicy(max_attempts=5, base_delay=60.0),
+    )
+    app = App([automation], actors={"alice": ("approver",)})
+    scheduler = Scheduler(store, app)
+    scheduler.register()
+    scheduler.tick(force=True)
+    later = [0.0]
+    worker = Worker(
+        store,
+        app,
+        worker_id="w1",
+        clock=lambda: utcnow() + timedelta(seconds=later[0]),
+        renew=False,
+        host_trust=False,
+    )
+    while worker.tick():
+        pass
+    people = Controller(store)
+    (item,) = store.list_items(automation="ops")
+    assert people.approve(item.id, proposal=item.doc("proposal")["digest"], actor="alice").applied
+    while worker.tick():
+        pass
+    retried = store.get(item.id)
+    assert retried is not None and retried.state.value == "delivering" and target.creates == 1
+    people.revoke_actor("alice", "approver")
+    later[0] = 600.0
+    while worker.tick():
+        pass
+    after = store.get(item.id)
+    assert after is not None and after.state.value == "awaiting_approval", after.state
+    assert target.creates == 1
+    assert not any((tmp_path / "out").rglob("*.json"))
