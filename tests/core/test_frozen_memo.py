@@ -71,6 +71,12 @@ def _outcome(fn: Any, value: Any) -> tuple[str, str]:
         return "refused", str(exc)
 
 
+def _same(fast: tuple[str, str], exact: tuple[str, str]) -> bool:
+    """The same digest, or both refused: data with two faults (a key that is not a string and
+    a lone surrogate elsewhere) may be refused for either one first, by either path."""
+    return fast == exact or (fast[0] == exact[0] == "refused")
+
+
 @settings(max_examples=300)
 @given(
     st.dictionaries(st.text(max_size=8), hostile_values() | times, max_size=5),
@@ -84,12 +90,12 @@ def test_a_data_digest_put_together_from_its_values_is_the_exact_digest(
     serialiser's digest (or refusal) for any data, before and after one value changes, the
     values kept being the very objects of the data before."""
     frozen = freeze(value)
-    assert _outcome(data_digest, frozen) == _outcome(digest, frozen)
+    assert _same(_outcome(data_digest, frozen), _outcome(digest, frozen))
     assert stored_form(frozen) == deeply_frozen(frozen, as_stored=True)  # kept only if so
     if not isinstance(frozen, FrozenDict):
         return
     changed = FrozenDict({**frozen, key: freeze(new)})
-    assert _outcome(data_digest, changed) == _outcome(digest, changed)
+    assert _same(_outcome(data_digest, changed), _outcome(digest, changed))
     assert stored_form(changed) == deeply_frozen(changed, as_stored=True)
     inner = FrozenDict({"v": FrozenDict({"k": [1]})})  # frozen outside, mutable inside
     before = data_digest(inner)

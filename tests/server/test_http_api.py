@@ -159,6 +159,8 @@ def test_malformed_input_is_422_and_writes_nothing(demo: Demo, live: Server) -> 
         url = f"/api/items/{restart.id}"
         cases = [
             (f"{url}/approve", b"{not json"),
+            (f"{url}/finalize", b"\t"),  # only whitespace: not JSON, and not "no body" either
+            (f"{url}/approve", b" \r\n"),
             (f"{url}/approve", b"[]"),
             (f"{url}/approve", b"{}"),
             (f"{url}/approve", b'{"proposal": 7}'),

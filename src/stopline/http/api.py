@@ -206,7 +206,9 @@ async def me_endpoint(request: Request) -> Response:
 
 
 def parse_json(raw: bytes) -> tuple[Any, str | None]:
-    if not raw.strip():
+    """The body of a command: no bytes at all is no fields; anything else must be JSON (a body
+    of only whitespace is not: it is refused as any other text that is not JSON)."""
+    if not raw:
         return {}, None
     # The input limits of docs/records.md: NaN, 1e999, integers beyond ±(2**53 - 1) (which the
     # canonical form cannot hold), lone surrogates, bad UTF-8 and deep nesting are all 422.
