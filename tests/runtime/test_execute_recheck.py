@@ -31,6 +31,42 @@ from stopline.targets.base import RemoteRef, TargetError
 from stopline.targets.directory import DirectoryTarget
 
 
+class Run:
+    """The automation registered and discovered, a worker whose clock can be moved on, and
+    the approval given: the item's first attempt made (and failed) in ``delivering``."""
+
+    def __init__(self, store: Store, automation: Automation) -> None:
+        app = App([automation], actors={"alice": ("approver",)})
+        scheduler = Scheduler(store, app)
+        scheduler.register()
+        scheduler.tick(force=True)
+        self.later = 0.0  # seconds the worker's clock runs ahead: the retry comes due once moved on
+        self.worker = Worker(
+            store,
+            app,
+            worker_id="w1",
+            clock=lambda: utcnow() + timedelta(seconds=self.later),
+            renew=False,
+            host_trust=False,
+        )
+        self.drain()
+        self.people = Controller(store)
+        (self.item,) = store.list_items(automation=automation.name)
+        assert self.item.state.value == "awaiting_approval"
+        digest = self.item.doc("proposal")["digest"]
+        assert self.people.approve(self.item.id, proposal=digest, actor="alice").applied
+        self.drain()
+
+    def drain(self) -> None:
+        while self.worker.tick():
+            pass
+
+    def revoke_and_retry(self) -> None:
+        self.people.revoke_actor("alice", "approver")
+        self.later = 600.0
+        self.drain()
+
+
 def test_an_approval_revoked_before_the_execute_hook_runs_again(store: Store) -> None:
     """The execute hook times out on its first run (retried in delivering); the approver's
     role is revoked; the next attempt re-checks authority first: the hook does not run again,
@@ -52,33 +88,11 @@ def test_an_approval_revoked_before_the_execute_hook_runs_again(store: Store) ->
         approval=ApprovalPolicy(default=ApprovalRule(roles=("approver",), approvals=1)),
         retry=RetryPolicy(max_attempts=5, base_delay=60.0),
     )
-    app = App([automation], actors={"alice": ("approver",)})
-    scheduler = Scheduler(store, app)
-    scheduler.register()
-    scheduler.tick(force=True)
-    later = [0.0]  # seconds the worker's clock runs ahead: the retry comes due once moved on
-    worker = Worker(
-        store,
-        app,
-        worker_id="w1",
-        clock=lambda: utcnow() + timedelta(seconds=later[0]),
-        renew=False,
-        host_trust=False,
-    )
-    while worker.tick():
-        pass
-    people = Controller(store)
-    (item,) = store.list_items(automation="ops")
-    assert item.state.value == "awaiting_approval"
-    assert people.approve(item.id, proposal=item.doc("proposal")["digest"], actor="alice").applied
-    while worker.tick():
-        pass
+    run = Run(store, automation)
+    item = run.item
     retried = store.get(item.id)
     assert retried is not None and retried.state.value == "delivering" and len(runs) == 1
-    people.revoke_actor("alice", "approver")
-    later[0] = 600.0
-    while worker.tick():
-        pass
+    run.revoke_and_retry()
     after = store.get(item.id)
     assert after is not None and after.state.value == "awaiting_approval", after.state
     assert len(runs) == 1
@@ -119,32 +133,11 @@ def test_an_approval_revoked_before_a_remote_write_is_retried(store: Store, tmp_
         approval=ApprovalPolicy(default=ApprovalRule(roles=("approver",), approvals=1)),
         retry=RetryPolicy(max_attempts=5, base_delay=60.0),
     )
-    app = App([automation], actors={"alice": ("approver",)})
-    scheduler = Scheduler(store, app)
-    scheduler.register()
-    scheduler.tick(force=True)
-    later = [0.0]
-    worker = Worker(
-        store,
-        app,
-        worker_id="w1",
-        clock=lambda: utcnow() + timedelta(seconds=later[0]),
-        renew=False,
-        host_trust=False,
-    )
-    while worker.tick():
-        pass
-    people = Controller(store)
-    (item,) = store.list_items(automation="ops")
-    assert people.approve(item.id, proposal=item.doc("proposal")["digest"], actor="alice").applied
-    while worker.tick():
-        pass
+    run = Run(store, automation)
+    item = run.item
     retried = store.get(item.id)
     assert retried is not None and retried.state.value == "delivering" and target.creates == 1
-    people.revoke_actor("alice", "approver")
-    later[0] = 600.0
-    while worker.tick():
-        pass
+    run.revoke_and_retry()
     after = store.get(item.id)
     assert after is not None and after.state.value == "awaiting_approval", after.state
     assert target.creates == 1
