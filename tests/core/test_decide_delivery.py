@@ -155,6 +155,36 @@ def test_readback_of_a_missing_object_is_an_exception(h: Harness) -> None:
     assert h.it.doc("exception")["evidence"] == {"a": {"missing": True}}
 
 
+def test_readback_that_omits_an_object_is_an_exception(h: Harness) -> None:
+    """An object the readback does not mention counts as missing: never completed without
+    it, and never an error of the core."""
+    h.to_pending_readback([art("a"), art("b")])
+    h.claim()
+    seen = h.readbacks(["a"])
+    d = h.ok(ReadBack(**h.lease(), readbacks=seen), S.EXCEPTION)
+    assert d.reasons == ("remote_identity_missing",)
+    assert h.it.doc("exception")["evidence"] == {"b": {"missing": True}}
+
+
+def test_delivered_needs_the_artifacts_staged(h: Harness) -> None:
+    """Bound artifacts with no staging record (forged) are not delivered."""
+    delivering(h)
+    h.stage([art("a")])
+    h.write("a")
+    merged = {k: v for k, v in h.it.data.items() if k != "staged"}
+    h.item = replace(h.it, data=MappingProxyType(merged))
+    h.refused(Delivered(**h.lease()), "illegal_transition")
+
+
+def test_delivered_is_bound_to_the_digest_it_carried_out(h: Harness) -> None:
+    """An outcome that names the proposal it carried out (an agent's) is refused for any other
+    proposal, in the core: a caller that skips the agent desk's own check gets no further."""
+    delivering(h)
+    current = h.it.doc("proposal")["digest"]
+    h.refused(Delivered(**h.lease(), digest="0" * 64), "proposal_digest_mismatch")
+    h.ok(Delivered(**h.lease(), digest=current), S.PENDING_READBACK)
+
+
 def test_readback_is_illegal_while_delivering(h: Harness) -> None:
     """Readback comes after delivered, not before."""
     delivering(h)

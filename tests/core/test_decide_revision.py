@@ -241,11 +241,21 @@ def test_revise_refused_when_the_review_head_moved(h: Harness) -> None:
     refused_revise(h2, "review_head_moved")
 
 
-def test_revise_refused_while_a_revision_is_active(h: Harness) -> None:
-    """An open revision blocks another: revision_active (the state alone, forged)."""
+@pytest.mark.parametrize("state", ["revision_prepared", "revision_failed"])
+def test_revise_refused_while_a_revision_is_active(h: Harness, state: str) -> None:
+    """An open revision, prepared or failed, blocks another: revision_active (the state
+    alone, forged)."""
     completed(h)
-    forge(h, revision={"state": "revision_prepared", "sequence": 1})
+    forge(h, revision={"state": state, "sequence": 1})
     refused_revise(h, "revision_active")
+
+
+def test_revise_refused_on_a_voided_packet(h: Harness) -> None:
+    """A packet voided by an earlier request is no head to revise from (forged: a completed
+    item whose packet says void)."""
+    completed(h)
+    forge(h, review_packet={**dict(h.it.doc("review_packet")), "void": True})
+    refused_revise(h, "review_head_moved")
 
 
 def test_revise_on_a_revision_in_progress_names_revision_active(h: Harness) -> None:
@@ -352,6 +362,62 @@ def test_gate_missing_remote_identity_fails_the_revision(h: Harness) -> None:
     revised(h, A2)
     failed_with(h, gate(h, {"a": Observed(None)}), "remote_identity_missing")
     assert record(h, "a")["remote_id"] == rid("a")
+
+
+def _forge_revision(h: Harness, **fields: Any) -> None:
+    forge(h, revision={**dict(h.it.doc("revision")), **fields})
+
+
+def _content_as_superseded(h: Harness) -> None:
+    """The record holds the superseded content again (the readback will match it)."""
+    _set(
+        h,
+        content_hash=A1.content_hash,
+        qa={**record(h, "a")["qa"], "content_hash": A1.content_hash},
+    )
+
+
+def _set(h: Harness, **fields: Any) -> None:
+    set_artifact(h, "a", **fields)
+
+
+@pytest.mark.parametrize(
+    ("change", "reasons"),
+    [
+        (lambda h: _forge_revision(h, staged=False), {"content_unchanged"}),
+        (_content_as_superseded, {"content_unchanged"}),
+        (lambda h: _set(h, remote_id="another-object"), {"not_an_update"}),
+        (
+            lambda h: _set(h, qa={**record(h, "a")["qa"], "content_hash": "c" * 64}),
+            {"review_packet_stale"},
+        ),
+    ],
+    ids=["not-staged", "superseded-content", "another-object", "qa-of-other-content"],
+)
+def test_the_gate_holds_each_rule_on_its_own(h: Harness, change: Any, reasons: set[str]) -> None:
+    """Each rule of the completion gate fails the revision alone, in records no command
+    sequence reaches (staging and binding refuse them first: forged): nothing staged, the
+    superseded content again, another object than the bound one, QA of other content."""
+    completed(h)
+    h.revise("a")
+    revised(h, A2)
+    change(h)
+    failed_with(h, gate(h, h.readbacks(["a"])), *reasons)
+
+
+def test_resuming_needs_the_request_over_the_same_bindings(h: Harness) -> None:
+    """The request digest covers the bindings the revision supersedes: the same reason and
+    scope over other (forged) bindings are another request, never a resume."""
+    completed(h)
+    h.revise("a", reason="clearer writing")
+    revised(h, A2)
+    gate(h, {"a": Observed(None)})
+    assert h.state is S.REVISION_FAILED
+    superseded = dict(h.it.doc("revision")["superseded"])
+    _forge_revision(h, superseded={"a": {**superseded["a"], "remote_id": "elsewhere"}})
+    before = h.it
+    d = h.refused(Revise("olivia", "clearer writing", ("a",)), "request_mismatch")
+    assert unchanged(before, d)
 
 
 def test_gate_publication_guard_fails_the_revision(h: Harness) -> None:
