@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from stopline.core.artifacts import Artifact, Readback
-from stopline.targets.base import OutcomeUnknown, RemoteRef, Target
+from stopline.targets.base import OutcomeUnknown, RemoteRef, Target, TargetError
 
 
 class Proxy:
@@ -74,3 +74,20 @@ class LostReply(Proxy):
                 self.inner.create(artifact, idempotency_key)
             raise OutcomeUnknown(f"no reply to the create of {idempotency_key}")
         return self.inner.create(artifact, idempotency_key)
+
+
+class SwapsIdentity(Tampering):
+    """Stores something else on update and answers another object's identity; past ``most``
+    updates it refuses (so that a driver that kept going would stop)."""
+
+    def __init__(self, inner: Target, most: int = 3) -> None:
+        super().__init__(inner)
+        self.most = most
+        self.updates = 0
+
+    def update(self, ref: RemoteRef, artifact: Artifact) -> RemoteRef:
+        self.updates += 1
+        if self.updates > self.most:
+            raise TargetError(f"update {self.updates}: refused by the test")
+        done = super().update(ref, artifact)
+        return RemoteRef("someone-else", done.version)

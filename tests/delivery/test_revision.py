@@ -16,7 +16,7 @@ from stopline.targets.base import RemoteRef
 
 from .apps.digest_app import CONFIG_ENV, KEYS
 from .conftest import APP, ITEM, Env
-from .proxies import Tampering
+from .proxies import SwapsIdentity, Tampering
 
 
 def by_key(item: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -146,6 +146,32 @@ def test_a_target_that_stores_something_else_fails_the_revision(env: Env) -> Non
         assert back.readback_hash != record["content_hash"]
         assert record["readback_hash"] != record["content_hash"]
     assert len(env.site.objects()) == 2
+
+
+def test_an_update_that_answers_another_identity_ends_the_step(env: Env) -> None:
+    """A target whose update answers another object's identity (and stores something else):
+    the core refuses to bind it (a revision never swaps identity), and the refused boundary
+    ends the step: no further write follows it in that attempt, the bound identities stay."""
+    before = by_key(env.deliver())
+    env.applied(*env.revise(), state="revision_prepared")
+    swapping: list[SwapsIdentity] = []
+
+    def wrap(target: Any) -> Any:
+        swapping.append(SwapsIdentity(target))
+        return swapping[-1]
+
+    env.work(wrap=wrap)
+    assert [proxy.updates for proxy in swapping] == [1]
+    item = env.show()
+    assert item["state"] == "revision_prepared"
+    assert {k: a["remote_id"] for k, a in by_key(item).items()} == {
+        k: a["remote_id"] for k, a in before.items()
+    }
+    assert not [
+        e
+        for e in env.history()
+        if e["command"] == "bind" and e["seq"] > 0 and e["from_state"] == "revision_prepared"
+    ]
 
 
 def test_resuming_after_a_readback_mismatch_writes_the_revised_content_again(env: Env) -> None:
