@@ -30,6 +30,8 @@ from stopline.store import Store
 from stopline.targets.base import RemoteRef, TargetError
 from stopline.targets.directory import DirectoryTarget
 
+from .notice import notice_automation
+
 
 class Run:
     """The automation registered and discovered, a worker whose clock can be moved on, and
@@ -123,13 +125,8 @@ def test_an_approval_revoked_before_a_remote_write_is_retried(store: Store, tmp_
     staged); the approver's role is revoked; the next attempt re-checks authority before the
     write: nothing is created, and the item waits for approval again."""
     target = FirstCreateFails(tmp_path / "out")
-    automation = Automation(
-        "ops",
-        lambda ctx: ["notice"],
-        lambda ctx: Evidence({"outage": True}),
-        lambda ctx: Proposal("publish", {"page": "status"}),
-        execute=lambda ctx: Deliver([Artifact("notice", "Outage", "API down", "We are on it.")]),
-        target=target,
+    automation = notice_automation(
+        target,
         approval=ApprovalPolicy(default=ApprovalRule(roles=("approver",), approvals=1)),
         retry=RetryPolicy(max_attempts=5, base_delay=60.0),
     )

@@ -9,21 +9,11 @@ from typing import Any
 
 import pytest
 
-from stopline import (
-    App,
-    ApprovalPolicy,
-    ApprovalRule,
-    Artifact,
-    Automation,
-    Deliver,
-    Evidence,
-    Proposal,
-    RetryPolicy,
-)
-from stopline.runtime.scheduler import Scheduler
-from stopline.runtime.worker import Worker
+from stopline import Artifact, RetryPolicy
 from stopline.store import Store
 from stopline.targets.directory import DirectoryTarget
+
+from .notice import drained, notice_automation
 
 
 def _answers_true(ctx: Any, artifact: Artifact) -> Any:
@@ -39,25 +29,10 @@ def test_a_qa_hook_without_a_passing_verdict_delivers_nothing(
     store: Store, tmp_path: Path, qa: Any
 ) -> None:
     out = tmp_path / "out"
-    automation = Automation(
-        "ops",
-        lambda ctx: ["notice"],
-        lambda ctx: Evidence({"outage": True}),
-        lambda ctx: Proposal("publish", {"page": "status"}),
-        execute=lambda ctx: Deliver([Artifact("notice", "Outage", "API down", "We are on it.")]),
-        target=DirectoryTarget(out),
-        qa=qa,
-        approval=ApprovalPolicy(default=ApprovalRule(approvals=0)),
-        retry=RetryPolicy(max_attempts=1, base_delay=60.0),
+    automation = notice_automation(
+        DirectoryTarget(out), qa=qa, retry=RetryPolicy(max_attempts=1, base_delay=60.0)
     )
-    app = App([automation])
-    scheduler = Scheduler(store, app)
-    scheduler.register()
-    scheduler.tick(force=True)
-    worker = Worker(store, app, worker_id="w1", renew=False, host_trust=False)
-    while worker.tick():
-        pass
-    (item,) = store.list_items(automation="ops")
+    item = drained(store, automation)
     assert item.state.value not in ("pending_readback", "completed"), item.state
     assert item.state.is_stop, item.state
     assert not out.exists() or not any(out.rglob("*.json"))

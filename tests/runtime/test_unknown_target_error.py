@@ -6,22 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stopline import (
-    App,
-    ApprovalPolicy,
-    ApprovalRule,
-    Artifact,
-    Automation,
-    Deliver,
-    Evidence,
-    Proposal,
-    RetryPolicy,
-)
-from stopline.runtime.scheduler import Scheduler
-from stopline.runtime.worker import Worker
+from stopline import Artifact, RetryPolicy
 from stopline.store import Store
 from stopline.targets.base import RemoteRef
 from stopline.targets.directory import DirectoryTarget
+
+from .notice import drained, notice_automation
 
 
 class Broken(DirectoryTarget):
@@ -38,24 +28,8 @@ class Broken(DirectoryTarget):
 
 def test_an_unknown_target_error_stops_the_item_for_a_person(store: Store, tmp_path: Path) -> None:
     target = Broken(tmp_path / "out")
-    automation = Automation(
-        "ops",
-        lambda ctx: ["notice"],
-        lambda ctx: Evidence({"outage": True}),
-        lambda ctx: Proposal("publish", {"page": "status"}),
-        execute=lambda ctx: Deliver([Artifact("notice", "Outage", "API down", "We are on it.")]),
-        target=target,
-        approval=ApprovalPolicy(default=ApprovalRule(approvals=0)),
-        retry=RetryPolicy(max_attempts=5, base_delay=0.0),
-    )
-    app = App([automation])
-    scheduler = Scheduler(store, app)
-    scheduler.register()
-    scheduler.tick(force=True)
-    worker = Worker(store, app, worker_id="w1", renew=False, host_trust=False)
-    while worker.tick():
-        pass
-    (item,) = store.list_items(automation="ops")
+    automation = notice_automation(target, retry=RetryPolicy(max_attempts=5, base_delay=0.0))
+    item = drained(store, automation)
     assert item.state.value == "exception", item.state
     assert target.creates == 1
     assert "KeyError" in str(store.history(item.id)[-1].detail)
