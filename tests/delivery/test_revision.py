@@ -295,15 +295,32 @@ def test_same_request_resumes_and_a_new_request_opens_the_next_sequence(env: Env
     env.verify_clean()
 
 
-def test_a_failing_revise_hook_fails_the_revision(env: Env) -> None:
-    """A revise hook that raises: revision_failed, nothing written to the target."""
+@pytest.mark.parametrize(
+    ("behaviour", "message"),
+    [
+        ("fail", "RuntimeError: the revise hook failed"),
+        ("answer-fail", "the editor refused the change"),
+        ("answer-retry", "the editor is away"),
+        ("answer-eyes", "the change needs legal's eyes"),
+        ("not-artifacts", "the revise hook returned list, not a list of artifacts"),
+    ],
+)
+def test_a_revise_hook_without_artifacts_fails_the_revision(
+    env: Env, behaviour: str, message: str
+) -> None:
+    """A revise hook that raises, answers an outcome (even ``RetryLater``: a revision is not
+    retried on its own) or a list of anything but artifacts: revision_failed with what it
+    said, nothing written to the target, and no remote call at all."""
     env.deliver()
-    snapshot = env.site.snapshot()
+    snapshot, calls = env.site.snapshot(), len(env.calls())
     env.applied(*env.revise(), state="revision_prepared")
-    env.configure(revise="fail")
+    env.configure(revise=behaviour)
     env.work()
-    assert failure(env)["reasons"] == ["revise_hook"]
+    found = failure(env)
+    assert found["reasons"] == ["revise_hook"]
+    assert message in json.dumps(found), found
     assert env.site.snapshot() == snapshot
+    assert len(env.calls()) == calls
 
 
 def test_a_missing_object_stops_the_revision_and_reconcile_never_creates(env: Env) -> None:

@@ -14,8 +14,10 @@ tests/delivery/apps/digest_app.py:app`` entry point, configured by ``STOPLINE_DE
 * ``revise``: what the revise hook does: ``scope`` (default: rewrite every artifact in the
   revision's scope), ``first`` (only the first one in scope), ``none`` (return everything
   unchanged), ``all`` (rewrite every artifact, in scope or not), ``extra`` (``scope`` plus a new
-  artifact ``article-3``), ``fail`` (raise), ``absent`` (the automation declares no revise
-  hook at all).
+  artifact ``article-3``), ``fail`` (raise), ``answer-fail``, ``answer-retry`` and
+  ``answer-eyes`` (answer ``Fail``, ``RetryLater`` or ``NeedsEyes`` instead of artifacts),
+  ``not-artifacts`` (a list whose members are not artifacts), ``absent`` (the automation
+  declares no revise hook at all).
 * ``lease_seconds`` (default 1.0; the tests set 30), ``timeout`` (WebDAV client timeout, default 5.0).
 """
 
@@ -30,7 +32,7 @@ from typing import Any
 from stopline.core.artifacts import Artifact, Asset, Readback
 from stopline.core.policy import ApprovalPolicy, ApprovalRule, DeliveryPolicy, RetryPolicy
 from stopline.runtime.automation import App, Automation, HookContext
-from stopline.runtime.outcomes import Deliver, Evidence, Proposal
+from stopline.runtime.outcomes import Deliver, Evidence, Fail, NeedsEyes, Proposal, RetryLater
 from stopline.targets.base import RemoteRef, Target
 from stopline.targets.directory import DirectoryTarget
 from stopline.targets.webdav import WebDAVTarget
@@ -38,6 +40,12 @@ from stopline.targets.webdav import WebDAVTarget
 CONFIG_ENV = "STOPLINE_DELIVERY_APP"
 NAME = "digest"
 KEYS = ("article-1", "article-2")
+# what the revise hook answers, for the behaviours that answer an outcome instead of artifacts
+ANSWERS = {
+    "answer-fail": Fail("the editor refused the change"),
+    "answer-retry": RetryLater("the editor is away"),
+    "answer-eyes": NeedsEyes("the change needs legal's eyes", owner="legal"),
+}
 ACTORS: dict[str, tuple[str, ...]] = {
     "olga": ("operator",),
     "pete": ("operator", "publisher"),
@@ -151,6 +159,10 @@ def build_app(config: dict[str, Any], wrap: Callable[[Target], Target] | None = 
         scope = list((ctx.revision or {}).get("scope", ()))
         if behaviour == "fail":
             raise RuntimeError("the revise hook failed")
+        if behaviour in ANSWERS:
+            return ANSWERS[behaviour]  # type: ignore[return-value]
+        if behaviour == "not-artifacts":
+            return [a.to_plain() for a in current]  # type: ignore[misc]
         if behaviour == "none":
             return list(current)
         if behaviour == "all":
