@@ -1,7 +1,7 @@
 """What a notification says and who gets it: the facts a person acts on, signatures checked
 with the official Standard Webhooks library, per-endpoint secrets, a receiver that is gone
-(410), the Slack-compatible format, email through a real SMTP server, and outbox rows that no
-notifier made."""
+(410), the Slack-compatible format, email through a real SMTP server, outbox rows that no
+notifier made, and stops of items that do not verify."""
 
 from __future__ import annotations
 
@@ -9,15 +9,18 @@ import base64
 import json
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from email import message_from_bytes
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiosmtpd.controller import Controller
 from standardwebhooks.webhooks import Webhook
 
+from integrity.attacker import Attacker
 from proc import free_port
+from stopline.controller import Controller as Commands
 from stopline.core.canonical import format_time
 from stopline.runtime.notifier import NotifySettings, notify_pending
 from stopline.runtime.notify_settings import SMTPSettings
@@ -25,6 +28,8 @@ from stopline.store import open_store, raw
 from stopline.store.outbox import FAILED, PENDING
 from stopline.verification import verify_store
 from webhook_receiver import SECRET, Receiver
+
+from .conftest import prepare_demo
 
 OWN = "whsec_" + base64.b64encode(b"the chat endpoint's own 32 bytes").decode()
 
@@ -194,3 +199,130 @@ def test_outbox_rows_no_notifier_made_are_never_sent(demo_url: str, receiver: Re
         ("ntf_elsewhere", "notification_forged"),
         ("ntf_not_a_stop", "notification_forged"),
     }
+
+
+def _an_item(url: str, state: str) -> str:
+    store = open_store(url)
+    try:
+        return next(i.id for i in store.list_items() if i.state.value == state)
+    finally:
+        store.close()
+
+
+def _outbox(url: str, item_id: str) -> list[Any]:
+    store = open_store(url)
+    try:
+        return [n for n in store.outbox.notifications() if n.item_id == item_id]
+    finally:
+        store.close()
+
+
+def test_the_stop_of_an_item_that_does_not_verify_is_sent_to_nobody(
+    demo_url: str, receiver: Receiver
+) -> None:
+    """An item's history rewritten by SQL (who discovered it): its stop is not sent, the
+    message fails for good saying why; every other stop goes out."""
+    item_id = _an_item(demo_url, "exception")
+    attacker = Attacker(demo_url)
+    try:
+        attacker.sql(
+            "UPDATE events SET actor = 'mallory' WHERE item_id = :id AND seq = 1", {"id": item_id}
+        )
+    finally:
+        attacker.close()
+    notify_pending(demo_url, settings({"*": [receiver.url]}))
+    assert receiver.count() == 6 and item_id not in str(receiver.received)
+    [row] = _outbox(demo_url, item_id)
+    assert row.status == FAILED and "does not verify" in (row.last_error or "")
+
+
+CASES = {  # what a forged row names: (its event number, what the refusal says)
+    "event-0": (0, "has no event"),
+    "past-the-last": (99, "has no event"),
+    "a-note-on-a-stop": (None, "not a stop"),
+    "no-such-item": (1, "not in the store"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_row_that_names_no_stop_of_its_item_is_never_sent(
+    demo_url: str, receiver: Receiver, case: str
+) -> None:
+    """Outbox rows written by SQL: an event number the item does not have (0, past its last),
+    an event in a stop state that is no stop (a note on it), an item that is not there:
+    refused before sending, failed for good; nothing more reaches the receiver."""
+    seq, why = CASES[case]
+    item_id = _an_item(demo_url, "exception")
+    notify_pending(demo_url, settings({"*": [receiver.url]}))  # the real stops, sent
+    sent = receiver.count()
+    if seq is None:
+        store = open_store(demo_url)
+        try:
+            Commands(store).note(item_id, actor="alice", body="looked at it")
+            seq = len(store.history(item_id))
+        finally:
+            store.close()
+    if case == "no-such-item":
+        item_id = "itm_" + "0" * 20
+    _forge(demo_url, item_id, seq, receiver.url, "ntf_forged")
+    notify_pending(demo_url, settings({"*": [receiver.url]}))
+    assert receiver.count() == sent
+    [row] = [n for n in _outbox(demo_url, item_id) if n.id == "ntf_forged"]
+    assert row.status == FAILED and why in (row.last_error or ""), row.last_error
+
+
+def _stop_again(url: str, drafts: Path) -> str:
+    """A report looked at again (reinspected) and worked by the demo once more: a new stop
+    event of that item, whose id is returned."""
+    item_id = _an_item(url, "ready_for_review")
+    store = open_store(url)
+    try:
+        Commands(store).reinspect(item_id, actor="alice", reason="look again")
+    finally:
+        store.close()
+    prepare_demo(url, drafts)
+    store = open_store(url)
+    try:
+        assert store.history(item_id)[-1].to_state.value == "ready_for_review"
+    finally:
+        store.close()
+    return item_id
+
+
+def test_no_message_is_queued_for_a_disabled_endpoint(demo_url: str, tmp_path: Path) -> None:
+    """After an endpoint answered 410, a new stop is queued for the other endpoints only."""
+    gone, fine = Receiver(status=410), Receiver()
+    try:
+        hooks = settings({"*": [gone.url, fine.url]})
+        notify_pending(demo_url, hooks)
+        item_id = _stop_again(demo_url, tmp_path / "drafts")
+        summary = notify_pending(demo_url, hooks)
+        assert (summary.enqueued, summary.delivered, fine.count(), gone.count()) == (1, 1, 8, 1)
+        assert [n.url for n in _outbox(demo_url, item_id)].count(gone.url) == 1  # the first
+    finally:
+        gone.close()
+        fine.close()
+
+
+def test_a_stop_that_commits_after_a_later_one_was_seen_is_still_sent(
+    demo_url: str, receiver: Receiver, tmp_path: Path
+) -> None:
+    """The notifier reads again the stops within ten minutes before the newest one it has
+    seen: a stop whose commit came after one timed five minutes later (another host's clock
+    ahead, a long transaction) is still sent."""
+    hooks = settings({"*": [receiver.url]})
+    notify_pending(demo_url, hooks)
+    item_id = _stop_again(demo_url, tmp_path / "drafts")
+    store = open_store(demo_url)
+    try:
+        ahead = store.history(item_id)[-1].at + timedelta(minutes=5)
+    finally:
+        store.close()
+    attacker = Attacker(demo_url)  # as if that later stop had been seen first
+    try:
+        marks = "UPDATE notify_cursor SET at = :at WHERE name = 'events'"
+        assert attacker.sql(marks, {"at": format_time(ahead)}) == 1
+    finally:
+        attacker.close()
+    notify_pending(demo_url, hooks)
+    assert receiver.count() == 8 and item_id in str(receiver.received[-1])
