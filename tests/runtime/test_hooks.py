@@ -6,13 +6,14 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from stopline.core.artifacts import Artifact
-from stopline.core.commands import Failure, NeedsEyes, Observe, Propose, Report
+from stopline.core.artifacts import Artifact, Asset
+from stopline.core.commands import Failure, NeedsEyes, Observe, Propose, QAResult, Report
 from stopline.runtime.automation import Automation, HookContext
 from stopline.runtime.hooks import HookFailed, HookRunner, HookTimeout, call_hook, describe
 from stopline.runtime.outcome_table import Signature, command_for
@@ -26,6 +27,7 @@ from stopline.runtime.outcomes import (
     TerminalError,
     TransientError,
 )
+from stopline.runtime.outcomes import NeedsEyes as NeedsEyesOutcome
 
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 SIGNATURE = Signature("w1", 7, T0, lambda: 0.25)
@@ -138,6 +140,18 @@ def test_a_message_that_is_not_valid_unicode_is_made_valid() -> None:
     assert describe(Hostile()) == "Hostile"
 
 
+@dataclass(frozen=True)
+class Sly(Evidence):
+    """A subclass of an outcome type is held to that type's shape."""
+
+
+FINE = Artifact("k", "t", "s", "b")
+
+
+def with_assets(asset: Any) -> Artifact:
+    return Artifact("k", "t", "s", "b", assets=(asset,))
+
+
 def deep(depth: int) -> Any:
     value: Any = 1
     for _ in range(depth):
@@ -160,6 +174,24 @@ def deep(depth: int) -> Any:
         ("execute", Deliver([Artifact("k", "t", "s", None)]), "artifacts[0].body: is NoneType"),  # type: ignore[arg-type]
         ("revise", [Artifact("k", "t", "s", "b" * 2_000_000)], "$.revise[0].body: string_length"),
         ("observe", RetryLater("x" * 300_000), "$.observe.message: string_length"),
+        # each field's type on its own, text included where a str is not asked for
+        ("observe", Evidence({}, observed_at=1_700_000_000), "observed_at: is int"),  # type: ignore[arg-type]
+        ("observe", Sly([1, 2]), "$.observe.data: is list, not Mapping"),  # type: ignore[arg-type]
+        ("propose", Proposal("act", [1]), "$.propose.params: is list, not Mapping"),  # type: ignore[arg-type]
+        ("propose", Proposal("act", {}, severity="apocalyptic"), "$.propose.severity: is 'apoca"),
+        ("propose", ReportForReview([1]), "$.propose.report: is list, not Mapping"),  # type: ignore[arg-type]
+        ("propose", NeedsEyesOutcome("look", owner=5), "$.propose.owner: is int, not str"),  # type: ignore[arg-type]
+        ("execute", Deliver([], result=[1]), "$.execute.result: is list, not Mapping"),  # type: ignore[arg-type]
+        ("execute", Deliver([with_assets({"name": "a"})]), "assets[0]: is dict, not Asset"),
+        (
+            "execute",
+            Deliver([with_assets(Asset("a", "image/png", "x"))]),
+            "data: is str, not bytes",
+        ),  # type: ignore[arg-type]
+        ("qa", QAResult(1), "$.qa.passed: is int, not bool"),  # type: ignore[arg-type]
+        # every member of what a revise hook returns, not the first only
+        ("revise", [Artifact("k", "t", "s", None)], "$.revise[0].body: is NoneType"),  # type: ignore[arg-type]
+        ("revise", [FINE, Artifact("k", "t", "s", None)], "$.revise[1].body: is NoneType"),  # type: ignore[arg-type]
     ],
 )
 def test_an_output_out_of_shape_or_limits_is_invalid_output(
@@ -170,6 +202,12 @@ def test_an_output_out_of_shape_or_limits_is_invalid_output(
     assert isinstance(failed, HookFailed) and failed.failure_class == "invalid_output"
     assert failed.retryable is None
     assert problem in failed.message, failed.message
+
+
+def test_an_outcome_class_instead_of_an_outcome_is_passed_on_untouched() -> None:
+    """A hook that answers ``Evidence`` itself (the class): nothing of it is read as fields
+    (a class has no field values to read); what it is named by is left to the outcome table."""
+    assert call(lambda ctx: Evidence) is Evidence
 
 
 def test_an_output_in_shape_and_limits_is_returned_as_it_is() -> None:
