@@ -31,12 +31,12 @@ class Clock:
         return self.now
 
 
-def automation(found: Callable[[], Iterable[Any]], name: str = "ops") -> Automation:
+def automation(found: Callable[[], Iterable[Any]]) -> Automation:
     def discover(ctx: HookContext) -> Iterable[Any]:
         return found()
 
     return Automation(
-        name,
+        "ops",
         discover,
         lambda ctx: Evidence({"seen": True}),
         lambda ctx: Proposal("publish", {"page": "status"}),

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email import message_from_bytes
@@ -24,7 +23,7 @@ from stopline.controller import Controller as Commands
 from stopline.core.canonical import format_time
 from stopline.runtime.notifier import NotifySettings, notify_pending
 from stopline.runtime.notify_settings import SMTPSettings
-from stopline.store import open_store, raw
+from stopline.store import open_store
 from stopline.store.outbox import FAILED, PENDING
 from stopline.verification import verify_store
 from webhook_receiver import SECRET, Receiver
@@ -145,44 +144,50 @@ def test_email_goes_through_a_real_smtp_server(demo_url: str) -> None:
         assert "Open it: https://inbox.example/items/itm_" in mail.get_payload()
 
 
-def _forge(url: str, item_id: str, seq: int, to: str, msg_id: str) -> None:
-    """An outbox row written by SQL alone (as someone who can write the database would)."""
-    sql = (
-        "INSERT INTO notifications (id, item_id, seq, url, type, payload, status, attempts,"
-        " next_attempt_at, created_at) VALUES (:id, :item, :seq, :url, 'item.stopped',"
-        " :payload, 'pending', 0, :at, :at)"
-    )
-    store: Any = open_store(url)
+def _an_item(url: str, state: str) -> str:
+    store = open_store(url)
     try:
-        if store.pyformat:
-            sql = re.sub(r":(\w+)", r"%(\1)s", sql)
-        with raw.writing(store) as cur:
-            cur.execute(
-                sql,
-                {
-                    "id": msg_id,
-                    "item": item_id,
-                    "seq": seq,
-                    "url": to,
-                    "payload": json.dumps({"forged_marker": 999999}),
-                    "at": format_time(datetime.now(UTC)),
-                },
-            )
+        return next(i.id for i in store.list_items() if i.state.value == state)
     finally:
         store.close()
+
+
+def _outbox(url: str, item_id: str) -> list[Any]:
+    store = open_store(url)
+    try:
+        return [n for n in store.outbox.notifications() if n.item_id == item_id]
+    finally:
+        store.close()
+
+
+def _forge(url: str, item_id: str, seq: int, to: str, msg_id: str) -> None:
+    """An outbox row written by SQL alone (as someone who can write the database would)."""
+    attacker = Attacker(url)
+    try:
+        attacker.sql(
+            "INSERT INTO notifications (id, item_id, seq, url, type, payload, status, attempts,"
+            " next_attempt_at, created_at) VALUES (:id, :item, :seq, :url, 'item.stopped',"
+            " :payload, 'pending', 0, :at, :at)",
+            {
+                "id": msg_id,
+                "item": item_id,
+                "seq": seq,
+                "url": to,
+                "payload": json.dumps({"forged_marker": 999999}),
+                "at": format_time(datetime.now(UTC)),
+            },
+        )
+    finally:
+        attacker.close()
 
 
 def test_outbox_rows_no_notifier_made_are_never_sent(demo_url: str, receiver: Receiver) -> None:
     """A row naming an endpoint nobody configured is never claimed; a row for a configured
     endpoint about an event that is not a stop is refused before sending; whatever a row says,
     what is sent is built from the item's history; verify reports both rows."""
-    store = open_store(demo_url)
-    try:
-        item = next(i for i in store.list_items() if i.state.value == "awaiting_approval")
-    finally:
-        store.close()
-    _forge(demo_url, item.id, 1, "http://127.0.0.1:9/forged", "ntf_elsewhere")
-    _forge(demo_url, item.id, 1, receiver.url, "ntf_not_a_stop")
+    item_id = _an_item(demo_url, "awaiting_approval")
+    _forge(demo_url, item_id, 1, "http://127.0.0.1:9/forged", "ntf_elsewhere")
+    _forge(demo_url, item_id, 1, receiver.url, "ntf_not_a_stop")
     notify_pending(demo_url, settings({"*": [receiver.url]}))
     bodies = [json.loads(b) for _, b in receiver.received]
     assert len(bodies) == 7 and all("forged_marker" not in json.dumps(b) for b in bodies)
@@ -199,22 +204,6 @@ def test_outbox_rows_no_notifier_made_are_never_sent(demo_url: str, receiver: Re
         ("ntf_elsewhere", "notification_forged"),
         ("ntf_not_a_stop", "notification_forged"),
     }
-
-
-def _an_item(url: str, state: str) -> str:
-    store = open_store(url)
-    try:
-        return next(i.id for i in store.list_items() if i.state.value == state)
-    finally:
-        store.close()
-
-
-def _outbox(url: str, item_id: str) -> list[Any]:
-    store = open_store(url)
-    try:
-        return [n for n in store.outbox.notifications() if n.item_id == item_id]
-    finally:
-        store.close()
 
 
 def test_the_stop_of_an_item_that_does_not_verify_is_sent_to_nobody(
