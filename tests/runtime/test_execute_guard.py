@@ -9,19 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from integrity.attacker import Attacker
-from stopline import (
-    App,
-    ApprovalPolicy,
-    ApprovalRule,
-    Automation,
-    Deliver,
-    Evidence,
-    Proposal,
-)
-from stopline.controller import Controller
-from stopline.runtime.scheduler import Scheduler
-from stopline.runtime.worker import Worker
+from stopline import Deliver
+from stopline.core.records import Item
 from stopline.store import Store
+
+from .test_execute_recheck import Run, restart_automation
 
 
 def test_an_approved_item_with_a_rewritten_history_is_not_executed(
@@ -33,36 +25,18 @@ def test_an_approved_item_with_a_rewritten_history_is_not_executed(
         runs.append(ctx.item.id)
         return Deliver(result={"restarted": True})
 
-    automation = Automation(
-        "ops",
-        lambda ctx: ["billing-api"],
-        lambda ctx: Evidence({"p99_ms": 4100}),
-        lambda ctx: Proposal("restart", {"service": "billing-api"}),
-        execute=execute,
-        approval=ApprovalPolicy(default=ApprovalRule(roles=("approver",), approvals=1)),
-    )
-    app = App([automation], actors={"alice": ("approver",)})
-    scheduler = Scheduler(store, app)
-    scheduler.register()
-    scheduler.tick(force=True)
-    worker = Worker(store, app, worker_id="w1", renew=False, host_trust=False)
-    while worker.tick():
-        pass
-    (item,) = store.list_items(automation="ops")
-    assert item.state.value == "awaiting_approval"
-    digest = item.doc("proposal")["digest"]
-    assert Controller(store).approve(item.id, proposal=digest, actor="alice").applied
-    attacker = Attacker(store_url)
-    try:
-        changed = attacker.sql(
-            "UPDATE events SET detail = :detail WHERE item_id = :id AND seq = 1",
-            {"id": item.id, "detail": attacker.json({"rewritten": True})},
-        )
-    finally:
-        attacker.close()
-    assert changed == 1
-    while worker.tick():
-        pass
+    def rewrite(item: Item) -> None:
+        attacker = Attacker(store_url)
+        try:
+            changed = attacker.sql(
+                "UPDATE events SET detail = :detail WHERE item_id = :id AND seq = 1",
+                {"id": item.id, "detail": attacker.json({"rewritten": True})},
+            )
+        finally:
+            attacker.close()
+        assert changed == 1
+
+    item = Run(store, restart_automation(execute), after_approval=rewrite).item
     after = store.get(item.id)
     assert after is not None and after.state.value == "exception", after.state
     last = store.history(item.id)[-1]

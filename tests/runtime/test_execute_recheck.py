@@ -6,6 +6,7 @@ target."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from stopline import (
 )
 from stopline.clock import utcnow
 from stopline.controller import Controller
+from stopline.core.records import Item
 from stopline.runtime.scheduler import Scheduler
 from stopline.runtime.worker import Worker
 from stopline.store import Store
@@ -37,7 +39,13 @@ class Run:
     """The automation registered and discovered, a worker whose clock can be moved on, and
     the approval given: the item's first attempt made (and failed) in ``delivering``."""
 
-    def __init__(self, store: Store, automation: Automation) -> None:
+    def __init__(
+        self,
+        store: Store,
+        automation: Automation,
+        after_approval: Callable[[Item], None] | None = None,
+    ) -> None:
+        """``after_approval``: what happens to the approved item before the worker sees it."""
         app = App([automation], actors={"alice": ("approver",)})
         scheduler = Scheduler(store, app)
         scheduler.register()
@@ -57,6 +65,8 @@ class Run:
         assert self.item.state.value == "awaiting_approval"
         digest = self.item.doc("proposal")["digest"]
         assert self.people.approve(self.item.id, proposal=digest, actor="alice").applied
+        if after_approval is not None:
+            after_approval(self.item)
         self.drain()
 
     def drain(self) -> None:
@@ -67,6 +77,19 @@ class Run:
         self.people.revoke_actor("alice", "approver")
         self.later = 600.0
         self.drain()
+
+
+def restart_automation(execute: Callable[[Any], Deliver], **options: Any) -> Automation:
+    """``ops``: a slow API observed, its restart proposed, one approver's approval needed."""
+    return Automation(
+        "ops",
+        lambda ctx: ["billing-api"],
+        lambda ctx: Evidence({"p99_ms": 4100}),
+        lambda ctx: Proposal("restart", {"service": "billing-api"}),
+        execute=execute,
+        approval=ApprovalPolicy(default=ApprovalRule(roles=("approver",), approvals=1)),
+        **options,
+    )
 
 
 def test_an_approval_revoked_before_the_execute_hook_runs_again(store: Store) -> None:
@@ -81,15 +104,7 @@ def test_an_approval_revoked_before_the_execute_hook_runs_again(store: Store) ->
             raise TransientError("the API timed out")
         return Deliver(result={"restarted": True})
 
-    automation = Automation(
-        "ops",
-        lambda ctx: ["billing-api"],
-        lambda ctx: Evidence({"p99_ms": 4100}),
-        lambda ctx: Proposal("restart", {"service": "billing-api"}),
-        execute=execute,
-        approval=ApprovalPolicy(default=ApprovalRule(roles=("approver",), approvals=1)),
-        retry=RetryPolicy(max_attempts=5, base_delay=60.0),
-    )
+    automation = restart_automation(execute, retry=RetryPolicy(max_attempts=5, base_delay=60.0))
     run = Run(store, automation)
     item = run.item
     retried = store.get(item.id)
