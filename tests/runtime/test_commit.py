@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import cast
+
+import pytest
 
 from helpers import T0, count, decide_at, dump
 from stopline.core.commands import Discover, Observe
 from stopline.core.decision import Decision, refused, zero_write
 from stopline.core.reasons import Reason
+from stopline.core.records import Item
 from stopline.runtime.commit import Committed, commit, reading_back
 from stopline.store import Store
 
@@ -99,3 +103,48 @@ def test_a_commit_whose_answer_was_lost_is_read_back_for_what_happened(store: St
     assert reading_back(store, written_then_lost, (ReplyLost,), first) is True
     assert store.get("i1") == first.after
     assert reading_back(store, lost_before_writing, (ReplyLost,), second) is False
+
+
+class AwayFor:
+    """The store, whose reads fail ``times`` times first (the database not back yet)."""
+
+    def __init__(self, store: Store, times: int) -> None:
+        self.store, self.left, self.reads = store, times, 0
+
+    def get(self, item_id: str) -> Item | None:
+        self.reads += 1
+        if self.left:
+            self.left -= 1
+            raise ReplyLost("not back yet")
+        return self.store.get(item_id)
+
+
+def test_a_read_back_waits_for_the_database_to_answer_again(store: Store) -> None:
+    """The database is still away for the first reads back: the worker reads again until it
+    answers, and only then says what happened (not the first error it met)."""
+
+    def written_then_lost(decision: Decision) -> bool:
+        store.apply(decision)
+        raise ReplyLost("the answer never came")
+
+    first, _ = observed(store)
+    away = AwayFor(store, times=2)
+    assert reading_back(cast(Store, away), written_then_lost, (ReplyLost,), first) is True
+    assert away.reads == 3
+
+
+def test_a_read_back_gives_up_when_the_database_stays_away(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past its time the read back raises what the database said: the worker's loop then
+    applies its reconnect rules, and nothing is taken as written."""
+
+    def lost_before_writing(decision: Decision) -> bool:
+        raise ReplyLost("the statement never arrived")
+
+    monkeypatch.setattr("stopline.runtime.commit.REREAD_FOR", 0.0)
+    first, _ = observed(store)
+    away = AwayFor(store, times=1_000)
+    with pytest.raises(ReplyLost, match="not back yet"):
+        reading_back(cast(Store, away), lost_before_writing, (ReplyLost,), first)
+    assert away.reads < 1_000 and store.get("i1") == first.before
