@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -148,6 +148,40 @@ def test_the_group_committer_writes_what_waits_together_and_says_per_item(store:
         t.join(60)
     assert results == {i.id: i.id != stale.id for i in items}
     assert committer.largest <= 5 and committer.groups >= 3
+
+
+class Away:
+    """A store whose group writes never get an answer (the database went away mid-commit)."""
+
+    def apply_many(self, decisions: list[Decision]) -> list[bool]:
+        raise ConnectionError("server closed the connection unexpectedly")
+
+
+def test_a_failed_group_write_reaches_every_decision_of_the_group(store: Store) -> None:
+    """Every caller whose decision was in a group that failed gets the failure itself, never
+    an answer: ``False`` would say another write came first, and the worker would not read
+    its item back to learn whether the commit went through."""
+    discovered(store, 6)
+    items = store.claim_batch("w1", T0, 30, limit=6)
+    committer = GroupCommitter(cast(Store, Away()), 3)
+    outcomes: dict[str, object] = {}
+    start = threading.Barrier(len(items))
+
+    def write(item: Item) -> None:
+        start.wait(60)
+        try:
+            outcomes[item.id] = committer.apply(observed(item, "w1"))
+        except ConnectionError as error:
+            outcomes[item.id] = error
+
+    threads = [threading.Thread(target=write, args=(i,), daemon=True) for i in items]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(outcomes) == sorted(i.id for i in items)
+    assert all(isinstance(o, ConnectionError) for o in outcomes.values()), outcomes
+    assert committer.groups >= 2 and committer.largest <= 3
 
 
 # --- a worker with several items in flight ----------------------------------------------------
