@@ -11,6 +11,7 @@ import asyncio
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -298,6 +299,42 @@ def test_an_automation_limit_caps_its_items_in_flight(store: Store) -> None:
     drain(worker, 8)
     assert gate.most == 2
     assert len(store.list_items(state="ready_for_review", limit=9)) == 8
+
+
+def test_an_automation_at_its_limit_leaves_room_for_the_others(store: Store) -> None:
+    """One automation at its limit holds back only its own items: the others are claimed
+    while its item is in flight (the slow hook waits until the four fast ones have run)."""
+    fast_ran, count = Counter[str](), threading.Lock()
+    all_fast = threading.Event()
+    seen: list[bool] = []
+
+    def slow(ctx: HookContext) -> Evidence:
+        seen.append(all_fast.wait(60))
+        return Evidence({})
+
+    def fast(ctx: HookContext) -> Evidence:
+        with count:
+            fast_ran["n"] += 1
+            if fast_ran["n"] == 4:
+                all_fast.set()
+        return Evidence({})
+
+    def propose(ctx: HookContext) -> ReportForReview:
+        return ReportForReview({"ok": True})
+
+    app = App(
+        [
+            Automation("slow", lambda ctx: [], slow, propose, concurrency=1, hook_timeout=120),
+            Automation("fast", lambda ctx: [], fast, propose, hook_timeout=120),
+        ]
+    )
+    store.insert(decide_at(None, Discover("a-slow", "slow", "s", {}), T0 - timedelta(minutes=1)))
+    for k in range(4):
+        store.insert(decide_at(None, Discover(f"b-fast-{k}", "fast", f"f{k}", {}), T0))
+    worker = Worker(store, app, concurrency=4, batch=4, clock=now_utc)
+    drain(worker, 5)
+    assert seen == [True]
+    assert len(store.list_items(state="ready_for_review", limit=6)) == 5
 
 
 def now_utc() -> datetime:
