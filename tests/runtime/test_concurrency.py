@@ -27,6 +27,7 @@ from stopline.runtime.automation import HookContext
 from stopline.runtime.group_commit import GroupCommitter
 from stopline.runtime.hooks import HookRunner, HookTimeout, call_blocking, event_loop
 from stopline.runtime.lease import LeaseHolder, Renewer
+from stopline.runtime.slots import Slots
 from stopline.runtime.worker import Worker
 from stopline.store import Store
 
@@ -335,6 +336,26 @@ def test_an_automation_at_its_limit_leaves_room_for_the_others(store: Store) -> 
     drain(worker, 5)
     assert seen == [True]
     assert len(store.list_items(state="ready_for_review", limit=6)) == 5
+
+
+def test_what_a_step_thread_raised_is_raised_again_in_the_workers_loop(store: Store) -> None:
+    """An error in a step (the database gone, a bug) is not lost with its thread: the worker's
+    loop raises it, once, where the reconnect rules (or a crash that a person sees) apply."""
+    discovered(store, 3)
+    items = [i for i in (store.get(f"i{k:03d}") for k in range(3)) if i is not None]
+
+    def run(item: Item) -> None:
+        if item.id == "i001":
+            raise ConnectionError("server closed the connection unexpectedly")
+
+    slots = Slots(2, {}, run)
+    for item in items:
+        slots.start(item)
+    slots.drain()
+    assert slots.in_flight == 0
+    with pytest.raises(ConnectionError, match="server closed"):
+        slots.raise_failure()
+    slots.raise_failure()  # raised once: the loop goes on after it
 
 
 def now_utc() -> datetime:
