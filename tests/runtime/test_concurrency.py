@@ -25,7 +25,13 @@ from stopline.core.decision import Decision
 from stopline.core.records import Item
 from stopline.runtime.automation import HookContext
 from stopline.runtime.group_commit import GroupCommitter
-from stopline.runtime.hooks import HookRunner, HookTimeout, call_blocking, event_loop
+from stopline.runtime.hooks import (
+    HookRunner,
+    HookTimeout,
+    call_blocking,
+    event_loop,
+    is_async,
+)
 from stopline.runtime.lease import LeaseHolder, Renewer
 from stopline.runtime.slots import Slots
 from stopline.runtime.worker import Worker
@@ -46,6 +52,21 @@ def test_an_async_hook_returns_its_value_and_its_exception_is_a_value() -> None:
     assert runner.run(fine, (1,), 30) == (2, None)
     result, error = runner.run(broken, (), 30)
     assert result is None and isinstance(error, ValueError)
+
+
+def test_an_object_whose_call_is_async_runs_as_an_async_hook() -> None:
+    """A hook may be an instance of a class with an ``async def __call__`` (a client object
+    holding its connection): it runs on the event loop, and its answer is the value it
+    returns, not a coroutine (which would be recorded as an invalid output)."""
+
+    class Client:
+        async def __call__(self, x: int) -> int:
+            await asyncio.sleep(0)
+            return x * 2
+
+    client = Client()
+    assert is_async(client) and not is_async(lambda x: x)
+    assert HookRunner().run(client, (21,), 30) == (42, None)
 
 
 def test_an_async_hook_that_raises_system_exit_leaves_the_event_loop_serving() -> None:
