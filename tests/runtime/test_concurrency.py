@@ -69,6 +69,17 @@ def test_an_object_whose_call_is_async_runs_as_an_async_hook() -> None:
     assert HookRunner().run(client, (21,), 30) == (42, None)
 
 
+def test_an_async_hook_that_fails_before_it_starts_is_its_failure() -> None:
+    """Called with arguments it does not take, an ``async def`` hook raises before any
+    coroutine exists: that is the hook's failure, a value, like any exception it raises."""
+
+    async def takes_nothing() -> None:
+        return None
+
+    result, error = HookRunner().run(takes_nothing, ("ctx",), 30)
+    assert result is None and isinstance(error, TypeError)
+
+
 def test_an_async_hook_that_raises_system_exit_leaves_the_event_loop_serving() -> None:
     async def leave() -> None:
         raise SystemExit(3)
