@@ -336,13 +336,19 @@ def test_an_automation_limit_caps_its_items_in_flight(store: Store) -> None:
 
 def test_an_automation_at_its_limit_leaves_room_for_the_others(store: Store) -> None:
     """One automation at its limit holds back only its own items: the others are claimed
-    while its item is in flight (the slow hook waits until the four fast ones have run)."""
+    while its item is in flight (each slow hook waits until the four fast ones have run),
+    and none of its own (two slow items, a limit of one)."""
     fast_ran, count = Counter[str](), threading.Lock()
     all_fast = threading.Event()
     seen: list[bool] = []
+    slow_in_flight = Gate(2)
 
     def slow(ctx: HookContext) -> Evidence:
-        seen.append(all_fast.wait(60))
+        slow_in_flight.enter()
+        try:
+            seen.append(all_fast.wait(60))
+        finally:
+            slow_in_flight.leave()
         return Evidence({})
 
     def fast(ctx: HookContext) -> Evidence:
@@ -361,13 +367,15 @@ def test_an_automation_at_its_limit_leaves_room_for_the_others(store: Store) -> 
             Automation("fast", lambda ctx: [], fast, propose, hook_timeout=120),
         ]
     )
-    store.insert(decide_at(None, Discover("a-slow", "slow", "s", {}), T0 - timedelta(minutes=1)))
+    for k in range(2):
+        early = T0 - timedelta(minutes=1)  # due before the fast ones
+        store.insert(decide_at(None, Discover(f"a-slow-{k}", "slow", f"s{k}", {}), early))
     for k in range(4):
         store.insert(decide_at(None, Discover(f"b-fast-{k}", "fast", f"f{k}", {}), T0))
     worker = Worker(store, app, concurrency=4, batch=4, clock=now_utc)
-    drain(worker, 5)
-    assert seen == [True]
-    assert len(store.list_items(state="ready_for_review", limit=6)) == 5
+    drain(worker, 6)
+    assert seen == [True, True] and slow_in_flight.most == 1
+    assert len(store.list_items(state="ready_for_review", limit=7)) == 6
 
 
 def test_what_a_step_thread_raised_is_raised_again_in_the_workers_loop(store: Store) -> None:
