@@ -140,6 +140,14 @@ def test_a_message_that_is_not_valid_unicode_is_made_valid() -> None:
     assert describe(Hostile()) == "Hostile"
 
 
+def test_an_exception_class_named_beyond_reason_is_recorded_within_bounds() -> None:
+    """A hostile hook may raise an exception class it made with any name: the failure class
+    recorded is at most its first 100 characters."""
+    named = type("Long" + "X" * 10_000, (RuntimeError,), {})
+    failed = call(raising(named("from a made class")))
+    assert failed.failure_class == "Long" + "X" * 96 and failed.message == "from a made class"
+
+
 @dataclass(frozen=True)
 class Sly(Evidence):
     """A subclass of an outcome type is held to that type's shape."""
