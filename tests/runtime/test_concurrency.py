@@ -314,6 +314,41 @@ def test_a_worker_runs_up_to_its_concurrency_at_once_and_no_more(
     assert worker.refusals == 0 and worker.claims == n and worker.transitions == 2 * n
 
 
+class ClaimSizes:
+    """The store, with the most items each claim of the worker asked for."""
+
+    def __init__(self, store: Store) -> None:
+        self.store, self.limits = store, list[int]()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def claim_checked(self, *args: Any, limit: int = 1, **kwargs: Any) -> Any:
+        self.limits.append(limit)
+        return self.store.claim_checked(*args, limit=limit, **kwargs)
+
+
+def test_a_claim_takes_at_most_the_batch_however_much_room_there_is(store: Store) -> None:
+    """``--batch`` bounds one claim, ``--concurrency`` what is in flight: with room for six
+    and a batch of two, no claim asks for more than two items."""
+    gate = Gate(6)
+
+    def observe(ctx: HookContext) -> Evidence:
+        gate.enter()
+        try:
+            gate.reached.wait(60)
+        finally:
+            gate.leave()
+        return Evidence({})
+
+    discovered(store, 12)
+    sizes = ClaimSizes(store)
+    worker = Worker(cast(Store, sizes), app_with(observe), concurrency=6, batch=2, clock=now_utc)
+    drain(worker, 12)
+    assert gate.most == 6 and max(sizes.limits) == 2
+    assert len(store.list_items(state="ready_for_review", limit=13)) == 12
+
+
 def test_an_automation_limit_caps_its_items_in_flight(store: Store) -> None:
     gate = Gate(3)  # never reached: each hook waits out its second, two at a time
 
