@@ -349,6 +349,27 @@ def test_a_claim_takes_at_most_the_batch_however_much_room_there_is(store: Store
     assert len(store.list_items(state="ready_for_review", limit=13)) == 12
 
 
+class Broken(ClaimSizes):
+    """The store, whose group writes raise what no reconnect rule covers (a bug)."""
+
+    def apply_many(self, decisions: Any) -> Any:
+        raise RuntimeError("a bug in a group write")
+
+
+def test_a_step_that_raised_stops_the_workers_loop_while_it_runs(store: Store) -> None:
+    """A worker running several items at once raises in its loop what a step thread raised,
+    at its next turn, not only when it is closed: the process ends and a person sees why."""
+    discovered(store, 2)
+    worker = Worker(
+        cast(Store, Broken(store)), app_with(lambda ctx: Evidence({})), concurrency=2, batch=2
+    )
+    end = time.monotonic() + 120
+    with pytest.raises(RuntimeError, match="a bug in a group write"):
+        while time.monotonic() < end:
+            worker.tick()
+            time.sleep(0.01)
+
+
 def test_an_automation_limit_caps_its_items_in_flight(store: Store) -> None:
     gate = Gate(3)  # never reached: each hook waits out its second, two at a time
 
