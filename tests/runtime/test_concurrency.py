@@ -370,6 +370,17 @@ def test_a_step_that_raised_stops_the_workers_loop_while_it_runs(store: Store) -
             time.sleep(0.01)
 
 
+def test_a_step_that_raised_after_the_last_turn_is_raised_by_close(store: Store) -> None:
+    """What a step still in flight raises while the worker closes is raised by ``close``."""
+    discovered(store, 2)
+    worker = Worker(
+        cast(Store, Broken(store)), app_with(lambda ctx: Evidence({})), concurrency=2, batch=2
+    )
+    assert worker.tick()  # both claimed and started; no turn comes after
+    with pytest.raises(RuntimeError, match="a bug in a group write"):
+        worker.close()
+
+
 def test_an_automation_limit_caps_its_items_in_flight(store: Store) -> None:
     gate = Gate(3)  # never reached: each hook waits out its second, two at a time
 
