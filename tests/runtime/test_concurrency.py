@@ -246,6 +246,14 @@ class Gate:
         with self.lock:
             self.now -= 1
 
+    def wait_in(self, event: threading.Event, timeout: float) -> bool:
+        """Counted in flight while waiting for ``event`` (at most ``timeout`` seconds)."""
+        self.enter()
+        try:
+            return event.wait(timeout)
+        finally:
+            self.leave()
+
 
 def app_with(observe: Callable[..., Any], *, concurrency: int | None = None) -> App:
     def propose(ctx: HookContext) -> ReportForReview:
@@ -285,11 +293,7 @@ def test_a_worker_runs_up_to_its_concurrency_at_once_and_no_more(
     gate = Gate(slots)
 
     def observe(ctx: HookContext) -> Evidence:
-        gate.enter()
-        try:
-            gate.reached.wait(30)
-        finally:
-            gate.leave()
+        gate.wait_in(gate.reached, 30)
         return Evidence({"k": ctx.item.key if ctx.item else ""})
 
     async def observe_async(ctx: HookContext) -> Evidence:
@@ -314,14 +318,22 @@ def test_a_worker_runs_up_to_its_concurrency_at_once_and_no_more(
     assert worker.refusals == 0 and worker.claims == n and worker.transitions == 2 * n
 
 
-class ClaimSizes:
-    """The store, with the most items each claim of the worker asked for."""
+class Through:
+    """The store, each call passed on but those a subclass answers itself."""
 
     def __init__(self, store: Store) -> None:
-        self.store, self.limits = store, list[int]()
+        self.store = store
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
+
+
+class ClaimSizes(Through):
+    """The store, with the most items each claim of the worker asked for."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.limits: list[int] = []
 
     def claim_checked(self, *args: Any, limit: int = 1, **kwargs: Any) -> Any:
         self.limits.append(limit)
@@ -334,11 +346,7 @@ def test_a_claim_takes_at_most_the_batch_however_much_room_there_is(store: Store
     gate = Gate(6)
 
     def observe(ctx: HookContext) -> Evidence:
-        gate.enter()
-        try:
-            gate.reached.wait(60)
-        finally:
-            gate.leave()
+        gate.wait_in(gate.reached, 60)
         return Evidence({})
 
     discovered(store, 12)
@@ -349,7 +357,7 @@ def test_a_claim_takes_at_most_the_batch_however_much_room_there_is(store: Store
     assert len(store.list_items(state="ready_for_review", limit=13)) == 12
 
 
-class Broken(ClaimSizes):
+class Broken(Through):
     """The store, whose group writes raise what no reconnect rule covers (a bug)."""
 
     def apply_many(self, decisions: Any) -> Any:
@@ -411,11 +419,7 @@ def test_an_automation_at_its_limit_leaves_room_for_the_others(store: Store) -> 
     slow_in_flight = Gate(2)
 
     def slow(ctx: HookContext) -> Evidence:
-        slow_in_flight.enter()
-        try:
-            seen.append(all_fast.wait(60))
-        finally:
-            slow_in_flight.leave()
+        seen.append(slow_in_flight.wait_in(all_fast, 60))
         return Evidence({})
 
     def fast(ctx: HookContext) -> Evidence:
