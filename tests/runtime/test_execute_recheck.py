@@ -154,3 +154,50 @@ def test_an_approval_revoked_before_a_remote_write_is_retried(store: Store, tmp_
     assert after is not None and after.state.value == "awaiting_approval", after.state
     assert target.creates == 1
     assert not any((tmp_path / "out").rglob("*.json"))
+
+
+class CountedUpdates(DirectoryTarget):
+    """A directory target counting the updates that reached it."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.updates = 0
+
+    def update(self, ref: RemoteRef, artifact: Artifact) -> RemoteRef:
+        self.updates += 1
+        return super().update(ref, artifact)
+
+
+def test_an_operator_revoked_before_a_revision_writes_has_nothing_updated(
+    store: Store, tmp_path: Path
+) -> None:
+    """A delivered notice; an operator asks for its revision, then loses the operator role
+    before a worker takes the revision up. The revise hook may render (no acting call), but
+    the guard before the update finds the requester without the role: the revision fails
+    (``revision_failed``), no update reaches the target, and the object stays as delivered."""
+    target = CountedUpdates(tmp_path / "out")
+    revised = [Artifact("notice", "Outage", "API down", "Fixed at 10:02.")]
+    automation = notice_automation(target, revise=lambda ctx, reason, current: revised)
+    app = App([automation], actors={"olga": ("operator",)})
+    scheduler = Scheduler(store, app)
+    scheduler.register()
+    scheduler.tick(force=True)
+    worker = Worker(store, app, worker_id="w1", renew=False, host_trust=False)
+    while worker.tick():
+        pass
+    (item,) = store.list_items(automation="ops")
+    assert item.state.value == "completed"
+    delivered = {p: p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()}
+    assert delivered
+
+    people = Controller(store)
+    asked = people.revise(item.id, actor="olga", reason="the fix landed", artifacts=["notice"])
+    assert asked.applied
+    people.revoke_actor("olga", "operator")
+    while worker.tick():
+        pass
+
+    after = store.get(item.id)
+    assert after is not None and after.state.value == "revision_failed", after.state
+    assert target.updates == 0
+    assert {p: p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()} == delivered
