@@ -24,14 +24,16 @@ from stopline.targets.base import Target
 
 def notice_automation(target: Target, **options: Any) -> Automation:
     """``ops``: one key, an outage observed, a ``publish`` proposal, one notice to deliver
-    (no approval needed unless ``approval`` says otherwise)."""
+    (no approval needed unless ``approval`` says otherwise; ``execute`` may be another hook)."""
     options.setdefault("approval", ApprovalPolicy(default=ApprovalRule(approvals=0)))
+    options.setdefault(
+        "execute", lambda ctx: Deliver([Artifact("notice", "Outage", "API down", "We are on it.")])
+    )
     return Automation(
         "ops",
         lambda ctx: ["notice"],
         lambda ctx: Evidence({"outage": True}),
         lambda ctx: Proposal("publish", {"page": "status"}),
-        execute=lambda ctx: Deliver([Artifact("notice", "Outage", "API down", "We are on it.")]),
         target=target,
         **options,
     )

@@ -5,14 +5,20 @@ histograms of every worker's heartbeat. On both stores, with real heartbeat rows
 
 from __future__ import annotations
 
+import logging
 import re
+import sqlite3
 from datetime import timedelta
+from types import SimpleNamespace
+from typing import Any
 
-from stopline.http import metrics
-from stopline.runtime.heartbeat import STEP_BUCKETS, Heartbeat
-from stopline.store import Store
+import pytest
 
 from helpers import T0
+from stopline.http import metrics
+from stopline.runtime.heartbeat import STEP_BUCKETS, Heartbeat, observe_step
+from stopline.runtime.lease import LeaseLost
+from stopline.store import Store
 
 FAMILY = "stopline_step_duration_seconds"
 SAMPLE = re.compile(r'^(\w+)\{automation="(\w+)"(?:,le="([^"]+)")?\} (\S+)$')
@@ -52,6 +58,16 @@ def test_step_buckets_count_every_step_at_or_under_their_bound() -> None:
     assert stats["steps"] == 8 and stats["step_seconds"]["ops"]["count"] == 1
 
 
+def test_a_step_that_raised_is_measured_too() -> None:
+    """A step ended by an exception (its lease lost, the database away) still took its time:
+    it is counted, and the exception goes on to the worker."""
+    beat = Heartbeat(store=None, worker="w1", automations=["desk"])  # type: ignore[arg-type]
+    worker = SimpleNamespace(beat=beat)
+    with pytest.raises(LeaseLost), observe_step(worker, "desk", "observing"):  # type: ignore[arg-type]
+        raise LeaseLost("itm_1")
+    assert beat.stats()["step_seconds"]["desk"]["count"] == 1
+
+
 def test_metrics_sum_the_histograms_of_every_workers_heartbeat(store: Store) -> None:
     first = Heartbeat(store, "w1", ["desk"])
     second = Heartbeat(store, "w2", ["desk"])
@@ -84,3 +100,39 @@ def test_a_heartbeat_is_written_at_most_once_in_its_period(store: Store) -> None
     beat.tick(T0 + timedelta(seconds=5))
     [row] = store.heartbeats.workers()
     assert row.seen_at == T0 + timedelta(seconds=5) and row.stats["steps"] == 1
+
+
+class Unreachable:
+    """A store whose heartbeat writes meet the database away (as a driver reports it)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.tries = 0
+
+    @property
+    def heartbeats(self) -> Unreachable:
+        return self
+
+    def beat(self, *args: Any) -> None:
+        self.tries += 1
+        raise sqlite3.OperationalError("unable to open database file")
+
+
+def test_a_heartbeat_the_database_refuses_is_skipped_and_tried_again(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Never fatal: the tick logs a warning and returns; the next tick tries again at once
+    (the skipped beat does not count as written), and writes once the database answers."""
+    away = Unreachable(store)
+    beat = Heartbeat(away, "w1", ["desk"])  # type: ignore[arg-type]
+    with caplog.at_level(logging.WARNING, logger="stopline.worker"):
+        beat.tick(T0)
+        beat.tick(T0 + timedelta(seconds=1))
+    assert away.tries == 2
+    assert [r.getMessage() for r in caplog.records].count(
+        "heartbeat of w1 not written (unable to open database file)"
+    ) == 2
+    beat.store = store
+    beat.tick(T0 + timedelta(seconds=2))
+    [row] = store.heartbeats.workers()
+    assert row.seen_at == T0 + timedelta(seconds=2)
