@@ -1,0 +1,141 @@
+"""What a notification says, format by format, from the facts of one stop: the event type by
+the state stopped in, the signed headers a receiver checks, a Slack body that no text of a
+hook can turn into markup or make unbounded, and an email subject that stays one header line.
+Pure functions (``runtime/webhooks.py``); ``docs/webhooks.md`` is the receiver's side."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from stopline.runtime.notify_settings import Endpoint, secret_key
+from stopline.runtime.webhooks import (
+    ITEM_REVISION_FAILED,
+    ITEM_STOPPED,
+    email_text,
+    headers,
+    messages,
+    slack_body,
+    standard_body,
+)
+from stopline.store.outbox import StopEvent
+from webhook_receiver import SECRET
+
+AT = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
+
+
+def facts(**changes: Any) -> dict[str, Any]:
+    """The ``data`` of a message (as ``webhooks.facts`` makes it) for a stop awaiting approval."""
+    data: dict[str, Any] = {
+        "item": "itm_1",
+        "automation": "ops",
+        "key": "billing-api",
+        "state": "awaiting_approval",
+        "from_state": "proposing",
+        "current_state": "awaiting_approval",
+        "sequence": 4,
+        "command": "propose",
+        "reasons": [],
+        "at": "2026-03-01T12:00:00.123456Z",
+        "action": "restart",
+        "target": "billing-api",
+        "params": {"service": "billing-api"},
+        "why": "p99 above 4 s for 10 minutes",
+        "roles_needed": ["approver"],
+        "approvals": {"given": 0, "required": 1, "text": "0 of 1"},
+        "evidence_expires_at": "2026-03-01T12:30:00.000000Z",
+        "url": "https://inbox.example/items/itm_1",
+    }
+    return {**data, **changes}
+
+
+def stop(state: str) -> StopEvent:
+    return StopEvent("itm_1", "ops", "billing-api", 4, AT, "fail", "revision_prepared", state, ())
+
+
+@pytest.mark.parametrize(
+    ("state", "kind"),
+    [("revision_failed", ITEM_REVISION_FAILED), ("awaiting_approval", ITEM_STOPPED),
+     ("exception", ITEM_STOPPED), ("exhausted", ITEM_STOPPED)],
+)  # fmt: skip
+def test_the_event_type_says_whether_a_revision_failed(state: str, kind: str) -> None:
+    body = json.loads(standard_body(facts(state=state, current_state=state)))
+    assert body["type"] == kind
+    [message] = messages(stop(state), [Endpoint("https://hooks.example/a")], "https://x")
+    assert message.type == kind and json.loads(message.payload)["type"] == kind
+
+
+def test_the_standard_body_is_compact_json_with_its_keys_sorted() -> None:
+    """One byte string per message, the same however the facts were put together: the
+    signature is over these bytes, so a receiver that stores and re-checks it needs them
+    exactly."""
+    data = facts()
+    shuffled = dict(reversed(list(data.items())))
+    body = standard_body(shuffled)
+    assert body == standard_body(data)
+    expected = {"type": ITEM_STOPPED, "timestamp": data["at"], "data": data}
+    assert body == json.dumps(expected, sort_keys=True, separators=(",", ":")).encode()
+
+
+def test_the_headers_carry_the_timestamp_the_signature_covers() -> None:
+    body = standard_body(facts())
+    sent = headers(SECRET, "msg_1", AT, body)
+    assert sent["webhook-id"] == "msg_1"
+    assert sent["webhook-timestamp"] == str(int(AT.timestamp()))
+    signed = f"msg_1.{sent['webhook-timestamp']}.".encode() + body
+    mac = hmac.new(secret_key(SECRET), signed, hashlib.sha256).digest()
+    assert sent["webhook-signature"] == "v1," + base64.b64encode(mac).decode()
+    assert "webhook-signature" not in headers(None, "msg_1", AT, body)
+
+
+def test_slack_text_from_a_hook_cannot_become_markup_or_unbounded() -> None:
+    """``why`` and the action come from hooks: Slack's control characters are escaped (a
+    ``<url|text>`` link cannot be forged) and each field is bounded."""
+    forged = "<https://evil.example|Approve here> & more"
+    doc = json.loads(slack_body(facts(why=forged * 200, action="<!channel>")))
+    texts = [doc["text"]] + [
+        t for block in doc["blocks"] for t in _texts(block) if isinstance(t, str)
+    ]
+    assert not any("<https://evil" in t or "<!channel>" in t for t in texts)
+    [section] = [b for b in doc["blocks"] if b["type"] == "section" and "text" in b]
+    assert section["text"]["text"].startswith("&lt;https://evil.example|Approve here&gt; &amp;")
+    assert len(section["text"]["text"]) <= 2900
+    header = doc["blocks"][0]["text"]["text"]
+    assert len(header) <= 150 and "&lt;!channel&gt;" in header
+
+
+def test_slack_fields_name_the_state_approvals_roles_and_freshness() -> None:
+    doc = json.loads(slack_body(facts()))
+    [fields] = [b["fields"] for b in doc["blocks"] if "fields" in b]
+    assert [f["text"] for f in fields] == [
+        "*State*\nawaiting_approval",
+        "*Approvals*\n0 of 1",
+        "*Roles needed*\napprover",
+        "*Evidence fresh until*\n2026-03-01T12:30:00.000000Z",
+    ]
+    [actions] = [b for b in doc["blocks"] if b["type"] == "actions"]
+    assert actions["elements"][0]["url"] == "https://inbox.example/items/itm_1"
+
+
+def test_an_email_subject_stays_one_header_line() -> None:
+    """An action or key with a line break would add a header (``Bcc:``) to the message."""
+    subject, body = email_text(facts(action="restart\r\nBcc: mallory@example.com"))
+    assert "\r" not in subject and "\n" not in subject
+    assert subject.startswith("[stopline] ops/billing-api: restart  Bcc: mallory@example.com")
+    assert len(email_text(facts(why="x", action="a" * 500))[0]) <= 200
+    assert "Open it: https://inbox.example/items/itm_1" in body
+
+
+def _texts(value: Any) -> list[Any]:
+    """Every string under ``value`` (a Slack block)."""
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _texts(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts(v)]
+    return [value]
