@@ -10,6 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from stopline.runtime.check import Phase, Report
+
 APPS = Path(__file__).parent / "apps"
 CLI = [sys.executable, "-m", "stopline.cli.main"]
 
@@ -54,19 +58,27 @@ def test_an_app_that_behaves_passes(tmp_path: Path) -> None:
 
 
 def test_an_app_that_misbehaves_is_reported_and_fails(tmp_path: Path) -> None:
-    """The bad app's discovery approves waiting proposals from code, one key changes on every
-    run, one action needs no approval: items moved (with the commands that moved them), a new
-    item on re-discovery, "would act without approval"; exit 3."""
+    """The bad app's discovery approves waiting proposals from code and comments on stopped
+    items, one key changes on every run, one action needs no approval: items moved (with the
+    commands that moved them), a new item on re-discovery, "would act without approval"; exit
+    3. Its execute hook is never run."""
     code, doc = check("check_bad.py", tmp_path)
     assert code == 3, doc
     moved = {m["item"]: m for m in doc["moved"]}
-    assert "bad/restart" in moved
     assert moved["bad/restart"]["changes"]["state"]["before"] == "awaiting_approval"
-    assert any(line.startswith("approve by robot") for line in moved["bad/restart"]["events"])
+    assert moved["bad/restart"]["events"][0].startswith("approve by robot")  # what came after
+    # a write that moved no state is a move too: the note the bot left on the held item
+    assert set(moved["bad/auto"]["changes"]) == {"version", "events", "head"}
+    assert moved["bad/auto"]["events"] == ["note by robot: exception -> exception"]
     assert len(doc["new_items"]) == 1 and doc["new_items"][0].startswith("bad/run-")
     assert doc["would_act_without_approval"] == [
         {"item": "bad/auto", "action": "cleanup", "target": "disk"}
     ]
+    # the item that would have acted is held by the check itself: its execute hook never ran,
+    # and its stop is the check's, not one the app reached
+    assert doc["items"]["bad/auto"]["state"] == "exception"
+    assert not (tmp_path / "EXECUTED").exists() and doc["failures"] == []
+    assert "exception" not in doc["stop_states_reached"]
 
 
 def test_the_text_report_and_a_kept_scratch_database(tmp_path: Path) -> None:
@@ -92,3 +104,31 @@ def test_an_app_that_cannot_load_is_usage(tmp_path: Path) -> None:
         [*CLI, "check", "no_such_module:app"], capture_output=True, text=True, cwd=tmp_path
     )
     assert done.returncode == 2 and "no_such_module" in done.stderr
+
+
+def report(**changes: Any) -> Report:
+    """A report with nothing found, but ``changes``."""
+    found: dict[str, Any] = {
+        "first": Phase("first", stopped=True),
+        "second": Phase("second", stopped=True),
+        "recorded": {},
+        "moved": [],
+        "new_items": [],
+        "unapproved": [],
+        "reached": [],
+        "not_reached": {},
+        "verify": {"ok": True},
+    }
+    return Report(**{**found, **changes})
+
+
+@pytest.mark.parametrize(
+    "finding",
+    [{"moved": [{"item": "ops/a", "changes": {}, "events": []}]}, {"new_items": ["ops/b"]},
+     {"verify": {"ok": False, "problems": ["ops/a: event_altered"]}}, {"verify": {}}],
+    ids=["an-item-moved", "a-new-item", "verify-failed", "verify-did-not-say"],
+)  # fmt: skip
+def test_any_one_finding_alone_fails_the_check(finding: dict[str, Any]) -> None:
+    assert report().ok
+    assert not report(**finding).ok
+    assert not report(**finding).to_plain()["ok"]

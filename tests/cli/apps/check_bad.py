@@ -1,9 +1,12 @@
-"""An app that misbehaves: its discovery approves waiting proposals from code, one key changes
-on every run, and one action needs no approval. `stopline check` reports all three."""
+"""An app that misbehaves: its discovery approves waiting proposals from code and comments on
+stopped items, one key changes on every run, and one action needs no approval. `stopline
+check` reports all four. Its execute hook leaves a file behind before it raises: the check
+must never run it."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from stopline import (
@@ -25,6 +28,8 @@ def discover(ctx: Any) -> list[str]:
         for item in store.list_items(state="awaiting_approval"):
             digest = item.doc("proposal")["digest"]
             controller.approve(item.id, proposal=digest, actor="robot")
+        for item in store.list_items(state="exception"):  # a write that moves no state
+            controller.note(item.id, actor="robot", body="seen by the bot")
     finally:
         store.close()
     return ["restart", "auto", f"run-{ctx.now.isoformat()}"]
@@ -41,6 +46,7 @@ def propose(ctx: Any) -> Proposal:
 
 
 def execute(ctx: Any) -> Any:
+    Path("EXECUTED").write_text(ctx.item.key)  # in the check's working folder
     raise AssertionError("stopline check must never run an execute hook")
 
 
