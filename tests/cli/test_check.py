@@ -81,6 +81,18 @@ def test_an_app_that_misbehaves_is_reported_and_fails(tmp_path: Path) -> None:
     assert "exception" not in doc["stop_states_reached"]
 
 
+def test_a_worker_that_ends_by_itself_fails_the_check(tmp_path: Path) -> None:
+    """The app's worker process exits at its first discovery: each run says so at once, with
+    the status, as a failure of the app's own code (exit 4), never as an app that passed."""
+    code, doc = check("check_exits.py", tmp_path, "--timeout", "60")
+    assert code == 4, doc
+    assert [p["worker_exit"] for p in doc["phases"]] == [7, 7]
+    assert [f.split(":")[0] for f in doc["failures"]] == [
+        "the first worker exited by itself with status 7",
+        "the second worker exited by itself with status 7",
+    ]
+
+
 def test_the_text_report_and_a_kept_scratch_database(tmp_path: Path) -> None:
     """Without --json the report is for a person; --keep leaves the scratch database, named."""
     done = subprocess.run(
