@@ -39,14 +39,22 @@ def notice_automation(target: Target, **options: Any) -> Automation:
     )
 
 
-def drained(store: Store, automation: Automation) -> Item:
-    """Discover, then let one worker run every step due until none is: the item as left."""
-    app = App([automation])
+def discovered(store: Store, app: App) -> Worker:
+    """``app`` registered and its discovery run: a worker in process to drain it."""
     scheduler = Scheduler(store, app)
     scheduler.register()
     scheduler.tick(force=True)
-    worker = Worker(store, app, worker_id="w1", renew=False, host_trust=False)
+    return Worker(store, app, worker_id="w1", renew=False, host_trust=False)
+
+
+def drain(worker: Worker) -> None:
+    """Run every step due until none is."""
     while worker.tick():
         pass
+
+
+def drained(store: Store, automation: Automation) -> Item:
+    """Discover, then let one worker run every step due until none is: the item as left."""
+    drain(discovered(store, App([automation])))
     (item,) = store.list_items(automation=automation.name)
     return item

@@ -32,7 +32,7 @@ from stopline.store import Store
 from stopline.targets.base import RemoteRef, TargetError
 from stopline.targets.directory import DirectoryTarget
 
-from .notice import notice_automation
+from .notice import discovered, drain, notice_automation
 
 
 class Run:
@@ -178,13 +178,8 @@ def test_an_operator_revoked_before_a_revision_writes_has_nothing_updated(
     target = CountedUpdates(tmp_path / "out")
     revised = [Artifact("notice", "Outage", "API down", "Fixed at 10:02.")]
     automation = notice_automation(target, revise=lambda ctx, reason, current: revised)
-    app = App([automation], actors={"olga": ("operator",)})
-    scheduler = Scheduler(store, app)
-    scheduler.register()
-    scheduler.tick(force=True)
-    worker = Worker(store, app, worker_id="w1", renew=False, host_trust=False)
-    while worker.tick():
-        pass
+    worker = discovered(store, App([automation], actors={"olga": ("operator",)}))
+    drain(worker)
     (item,) = store.list_items(automation="ops")
     assert item.state.value == "completed"
     delivered = {p: p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()}
@@ -194,8 +189,7 @@ def test_an_operator_revoked_before_a_revision_writes_has_nothing_updated(
     asked = people.revise(item.id, actor="olga", reason="the fix landed", artifacts=["notice"])
     assert asked.applied
     people.revoke_actor("olga", "operator")
-    while worker.tick():
-        pass
+    drain(worker)
 
     after = store.get(item.id)
     assert after is not None and after.state.value == "revision_failed", after.state
