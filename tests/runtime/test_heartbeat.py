@@ -105,8 +105,7 @@ def test_a_heartbeat_is_written_at_most_once_in_its_period(store: Store) -> None
 class Unreachable:
     """A store whose heartbeat writes meet the database away (as a driver reports it)."""
 
-    def __init__(self, store: Store) -> None:
-        self.store = store
+    def __init__(self) -> None:
         self.tries = 0
 
     @property
@@ -123,7 +122,7 @@ def test_a_heartbeat_the_database_refuses_is_skipped_and_tried_again(
 ) -> None:
     """Never fatal: the tick logs a warning and returns; the next tick tries again at once
     (the skipped beat does not count as written), and writes once the database answers."""
-    away = Unreachable(store)
+    away = Unreachable()
     beat = Heartbeat(away, "w1", ["desk"])  # type: ignore[arg-type]
     with caplog.at_level(logging.WARNING, logger="stopline.worker"):
         beat.tick(T0)

@@ -1,7 +1,8 @@
-"""What a notification says, format by format, from the facts of one stop: the event type by
-the state stopped in, the signed headers a receiver checks, a Slack body that no text of a
-hook can turn into markup or make unbounded, and an email subject that stays one header line.
-Pure functions (``runtime/webhooks.py``); ``docs/webhooks.md`` is the receiver's side."""
+"""What a notification says: the facts of one stop (approvals given of those required, when
+the oldest evidence goes stale, who may act, the item's link), then format by format the event
+type by the state stopped in, the signed headers a receiver checks, a Slack body that no text
+of a hook can turn into markup or make unbounded, and an email subject that stays one header
+line. Pure functions (``runtime/webhooks.py``); ``docs/webhooks.md`` is the receiver's side."""
 
 from __future__ import annotations
 
