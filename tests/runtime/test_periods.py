@@ -52,3 +52,10 @@ def test_the_key_changes_exactly_when_the_period_does(moment: datetime, every: s
     assert period_key(start, every) == period_key(moment, every)
     if start > datetime.min.replace(tzinfo=UTC) + timedelta(days=1):
         assert period_key(start - timedelta(microseconds=1), every) != period_key(moment, every)
+
+
+def test_a_week_is_the_iso_week_with_its_own_year_and_two_digits() -> None:
+    """1 January 2027 is a Friday of ISO week 53 of 2026; early weeks keep their zero, so
+    keys sort in time order."""
+    assert period_key(datetime(2027, 1, 1, tzinfo=UTC), "week") == "2026-W53"
+    assert period_key(datetime(2026, 2, 2, tzinfo=UTC), "week", subject="db-1") == "db-1@2026-W06"
