@@ -140,7 +140,7 @@ def _wrap(a: Automation, name: str, failures: HookFailures) -> Callable[..., Any
 def watched(app: App, failures: HookFailures | None = None) -> tuple[App, HookFailures]:
     """A copy of ``app`` whose hooks report their failures to ``failures`` (a new one when
     none is given). The automations' names, policies and targets are the same objects, and
-    the app's actors and agent automations are kept (``stopline run`` registers both)."""
+    every other field of the app (its actors, its agent automations) is kept as it is."""
     failures = failures if failures is not None else HookFailures()
     automations = []
     for a in app.automations:
@@ -149,4 +149,4 @@ def watched(app: App, failures: HookFailures | None = None) -> tuple[App, HookFa
             if getattr(a, name) is not None:
                 hooks[name] = _wrap(a, name, failures)
         automations.append(dataclasses.replace(a, **hooks))
-    return App(automations, dict(app.actors), list(app.agents)), failures
+    return dataclasses.replace(app, automations=automations), failures  # every other field kept
