@@ -8,14 +8,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stopline.core.approval_outlook import approval_outlook
-from stopline.core.commands import Approve, Close, Edit
+from stopline.core.commands import Approve, Close, Edit, Observed, ReadBack, Reconcile
 from stopline.core.explain import Case, explain
 from stopline.core.policy import ApprovalPolicy, ApprovalRule, Policy
 from stopline.core.proposal_diff import diff_lines, matching, proposal_diff
 from stopline.core.reason_meanings import MEANINGS
 from stopline.core.reasons import Reason
 
-from .helpers import Harness
+from .helpers import Harness, art
 
 TWO = Policy(approval=ApprovalPolicy(default=ApprovalRule(roles=("approver",), approvals=2)))
 
@@ -156,3 +156,31 @@ def test_the_prefix_length_is_the_one_the_fields_enforce() -> None:
     from stopline.core.proposal_diff import MIN_PREFIX
 
     assert MIN_PREFIX == MIN_DIGEST_PREFIX == DIGEST.min_length
+
+
+def test_a_refused_reconcile_names_the_fields_the_found_object_differs_in() -> None:
+    """readback_mismatch on a reconcile: which fields of the found object are not what was
+    sent (in the sentence and as ``details.fields``); nothing found: nothing to bind."""
+    h = Harness()
+    h.to_pending_readback([art("a")])
+    h.claim()
+    h.ok(ReadBack(**h.lease(), readbacks={"a": Observed(None)}))
+    other = Reconcile("olivia", "a", Observed("e" * 64, "v2", ("title", "body")), remote_id="r9")
+    found = explain(case(h, other, Reason.READBACK_MISMATCH))
+    assert found.sentences == (
+        "readback_mismatch: the object found for a (r9) holds content stopline did not send:"
+        " it differs in title, body; it was not bound",
+    )
+    assert found.to_plain()["details"] == {"fields": ["title", "body"]}
+    same_fields = Reconcile("olivia", "a", Observed("e" * 64), remote_id="r9")
+    assert (
+        "differs in no field compared"
+        in explain(case(h, same_fields, Reason.READBACK_MISMATCH)).sentences[0]
+    )
+    nothing = explain(case(h, Reconcile("olivia", "a"), Reason.REMOTE_IDENTITY_MISSING))
+    assert nothing.sentences == (
+        "remote_identity_missing: the target holds no object under the idempotency key of a,"
+        " so there is nothing to bind (reconcile never creates)",
+    )
+    gone = explain(case(h, Close("olivia", "why"), Reason.REMOTE_IDENTITY_MISSING))
+    assert gone.sentences == (f"remote_identity_missing: {MEANINGS['remote_identity_missing']}",)

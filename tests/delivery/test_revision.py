@@ -386,10 +386,12 @@ def test_reconcile_refuses_an_object_with_other_content(env: Env) -> None:
     target.update(found, stranger)  # someone else edits the draft behind stopline's back
     env.work()
     assert "remote_version_conflict" in failure(env)["reasons"]
-    env.refused(
+    refused = env.refused(
         ["reconcile", ITEM, "--artifact", "article-2", "--actor", "olga"],
         ["readback_mismatch"],
     )
+    assert refused["details"]["fields"] == ["title", "summary", "body", "assets"]
+    assert "differs in title, summary, body, assets;" in refused["explanation"][0]
     assert env.site.objects() == sorted(a["remote_id"] for a in before.values())
     assert second in env.site.objects()
 

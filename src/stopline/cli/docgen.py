@@ -261,7 +261,8 @@ def cli_markdown(parser: argparse.ArgumentParser) -> str:
         "",
         "`explanation` (one sentence per reason code) and `details` (`diff`: the changed"
         " fields; `approvals`: who may still approve and whether the proposal can still be"
-        " approved at all) are added to the decision; the other fields are as they were.",
+        " approved at all; `fields`: the fields in which the object a `reconcile` found differs"
+        " from what was sent) are added to the decision; the other fields are as they were.",
         "",
         f"Digests may be typed as a prefix of at least {MIN_PREFIX} characters when it names"
         " exactly one digest the item holds (its current proposal, the one an edit replaced,"

@@ -81,7 +81,8 @@ def explanation_of(
     if item is not None:
         proposals = [p for p in (item.doc("proposal"), item.doc("previous_proposal")) if p]
     ctx = Context(controller.clock(), policy, controller.deciding_actors())
-    found = explain(Case(item, command, decision.reasons, ctx, ref, proposals))
+    decided = decision.decided or command
+    found = explain(Case(item, decided, decision.reasons, ctx, ref, proposals))
     if decision.explanation:  # what the command layer found (signature, integrity): first
         return Explanation((*decision.explanation, *found.sentences), found.details)
     return found

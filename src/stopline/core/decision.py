@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .records import Event, Item
 from .states import State
+
+if TYPE_CHECKING:
+    from .commands import Command
 
 
 class Outcome(StrEnum):
@@ -27,6 +30,9 @@ class Decision:
     event: Event | None = None
     # the specifics behind the reasons, in plain sentences (not part of the decision JSON)
     explanation: tuple[str, ...] = ()
+    # the command as decided, when the command layer completed it with what its IO found (a
+    # reconcile's lookup); the shell's own command otherwise
+    decided: Command | None = None
 
     @property
     def applied(self) -> bool:

@@ -19,7 +19,7 @@ from typing import Any
 
 from .approval_outlook import approval_outlook, listed, why_excluded
 from .canonical import parse_time, to_plain
-from .commands import ActorCommand, Approve, Command, Reject
+from .commands import ActorCommand, Approve, Command, Reconcile, Reject
 from .proposal_diff import matching, proposal_diff
 from .reason_meanings import MEANINGS
 from .reasons import Reason
@@ -207,6 +207,27 @@ def _already_approved(case: Case, item: Item) -> str:
     return f"{_actor(case)} approved this digest already" + (f" at {at}" if at else "")
 
 
+def _reconcile_found(command: Reconcile, reason: str, details: dict[str, Any]) -> str:
+    """What a reconcile's lookup found under the key, for the two codes that are about it."""
+    found = command.found
+    if reason == Reason.REMOTE_IDENTITY_MISSING:
+        return (
+            f"the target holds no object under the idempotency key of {command.key}, so there"
+            " is nothing to bind (reconcile never creates)"
+        )
+    fields = list(found.diff) if found is not None else []
+    details["fields"] = fields
+    differs = (
+        f"differs in {', '.join(fields)}"
+        if fields
+        else "differs in no field compared, but its readback digest does"
+    )
+    return (
+        f"the object found for {command.key} ({command.remote_id}) holds content stopline did"
+        f" not send: it {differs}; it was not bound"
+    )
+
+
 def sentence(case: Case, reason: str, details: dict[str, Any]) -> str:
     """One sentence for ``reason`` with the specifics of ``case``."""
     item = case.item
@@ -231,6 +252,9 @@ def sentence(case: Case, reason: str, details: dict[str, Any]) -> str:
         return _policy_changed(case, item)
     if reason == Reason.ALREADY_APPROVED:
         return _already_approved(case, item)
+    about_lookup = (Reason.READBACK_MISMATCH, Reason.REMOTE_IDENTITY_MISSING)
+    if reason in about_lookup and isinstance(case.command, Reconcile):
+        return _reconcile_found(case.command, reason, details)
     if reason == Reason.NO_PROPOSAL:
         return f"the item holds no proposal (it is {item.state.value})"
     if reason == Reason.NOT_COMPLETED:

@@ -11,6 +11,7 @@ before that read and put back before the check would otherwise be acted on).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Protocol
 
 from ..core.artifacts import Artifact, field_diff
@@ -105,7 +106,8 @@ def reconcile(
     elif record is not None and target is None:
         return commands.refuse(ref, nothing_found, [Reason.TARGET_UNAVAILABLE])
     command = Reconcile(actor=actor, key=key, found=found, remote_id=remote_id)
-    return commands.run(ref, command, idempotency_key=idempotency_key)
+    decision = commands.run(ref, command, idempotency_key=idempotency_key)
+    return replace(decision, decided=command)  # what was found explains a refusal
 
 
 def publish(
