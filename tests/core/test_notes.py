@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stopline.core.authorship import AUTOMATION, HUMAN, Author, author_problems, event_author
-from stopline.core.commands import Approve, Close, Note, Reject
+from stopline.core.canonical import digest
+from stopline.core.commands import Approve, Close, Discover, Note, Reject
 from stopline.core.decide import decide
 from stopline.core.decision import Outcome
 from stopline.core.integrity import AUTHOR_MALFORMED, author_findings
@@ -23,7 +24,7 @@ from stopline.core.step import Context
 from stopline.core.transitions import By, Cmd, lookup
 from stopline.core.verify import verify_item
 
-from .helpers import Harness, actors
+from .helpers import Harness, actors, policy
 
 S = State
 AI = Author("ai", "helper-7", "example-family")
@@ -124,7 +125,28 @@ def test_a_note_waits_while_a_worker_holds_the_item() -> None:
     h.claim()
     h.refused(Note("olivia", "while it runs"), Reason.LEASE_HELD)
     h.clock.advance(3600)  # the lease ran out
-    h.ok(Note("olivia", "after it ran"), S.OBSERVING)
+    held = h.it
+    d = h.ok(Note("olivia", "after it ran"), S.OBSERVING)
+    lease = ("lease_owner", "lease_token", "lease_expires_at", "claimed_at")
+    assert held.lease_owner is not None
+    assert [getattr(h.it, f) for f in lease] == [getattr(held, f) for f in lease]
+    assert d.event is not None and d.event.digests["body"] == digest("after it ran")
+
+
+def test_an_agent_notes_the_item_it_started_and_only_while_it_is_an_agent() -> None:
+    """A note is the one people's command an agent may give, on an item it started itself: not
+    on another agent's item, and not once its name holds the agent role no more."""
+    me, other = Actor("agent-7", frozenset({"agent"})), Actor("agent-8", frozenset({"agent"}))
+    h = Harness(policy=policy(agent=True), actors=actors(me, other))
+    h.ok(Discover(h.item_id, "auto", "k1", {"n": 1}, agent="agent-7"), S.OBSERVING)
+    assert rights(h.it, "agent-7", h.ctx())["note"].allowed
+    assert not rights(h.it, "agent-8", h.ctx())["note"].allowed
+    h.refused(Note("agent-8", "not mine"), Reason.AGENT_FORBIDDEN)
+    h.ok(Note("agent-7", "checked the dashboard"), S.OBSERVING)
+    demoted = Context(h.now, h.policy, actors(Actor("agent-7", frozenset()), other))
+    found = decide(h.it, Note("agent-7", "still here"), demoted)
+    assert found.reasons == (Reason.ACTOR_NOT_AUTHORIZED,)
+    assert not rights(h.it, "agent-7", demoted)["note"].allowed
 
 
 # --- authors ----------------------------------------------------------------------------------------

@@ -132,6 +132,45 @@ def test_roles_with_rights_under_policies() -> None:
     assert authority_roles(Authority.PARTICIPANT, publishing) >= {"operator", "editor"}
 
 
+def test_approver_roles_come_from_every_rule_of_the_policy() -> None:
+    """The roles of the per-action rules and of the default rule alike; rejecting adds the
+    operator role."""
+    deploy = ApprovalRule(("release-manager",), 1)
+    unused = ApprovalRule(("nobody-needed",), 0)
+    rules = ApprovalPolicy({"deploy": deploy, "noop": unused}, ApprovalRule(("approver",), 1))
+    per_action = Policy(approval=rules)
+    assert authority_roles(Authority.APPROVER, per_action) == {"approver", "release-manager"}
+    assert authority_roles(Authority.APPROVER_OR_OPERATOR, per_action) == {
+        "approver",
+        "release-manager",
+        "operator",
+    }
+    assert roles_with_rights({Authority.APPROVER_OR_OPERATOR}, [per_action]) >= {"operator"}
+
+
+def test_a_role_only_the_current_proposal_names_may_note() -> None:
+    """The policy changed since the proposal was made: a holder of the role the proposal still
+    requires holds a right on the item (a note), as the proposal's approver does."""
+    lena = Actor("lena", frozenset({"lead"}))
+    h = Harness(policy=policy(roles=("lead",)), actors=actors(lena))
+    h.to(S.AWAITING_APPROVAL)
+    now_approver_only = Context(h.now, policy(roles=("approver",)), h.actors)
+    assert rights(h.it, "lena", now_approver_only)["note"].allowed
+    assert decide(h.it, Note("lena", "still mine"), now_approver_only).applied
+
+
+def test_resume_is_offered_only_to_the_state_the_record_names() -> None:
+    """An exhausted record whose resume state is one resume does not lead to is refused
+    ``illegal_transition`` by rights as by decide()."""
+    h = Harness()
+    exhausted = h.to(S.EXHAUSTED)
+    assert rights(exhausted, "olivia", h.ctx())["resume"].allowed
+    odd = replace(exhausted, data=exhausted.with_data(resume_state="completed"))
+    assert rights(odd, "olivia", h.ctx())["resume"].reasons == (Reason.ILLEGAL_TRANSITION,)
+    d = decide(odd, Resume("olivia", "again"), h.ctx())
+    assert Reason.ILLEGAL_TRANSITION in d.reasons
+
+
 # --- what the answer says on real items ----------------------------------------------------------
 
 
