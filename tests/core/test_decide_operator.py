@@ -18,6 +18,7 @@ from stopline.core.commands import (
     Resume,
 )
 from stopline.core.decision import Outcome
+from stopline.core.integrity import Finding
 from stopline.core.policy import RetryPolicy
 from stopline.core.states import STOP_STATES, State
 
@@ -121,6 +122,15 @@ def test_reinspect_voids_the_proposal_and_its_approvals() -> None:
     assert claimable(h.it, h.now) == [] and h.it.attempts == 0
 
 
+def test_close_names_the_approvals_it_voids() -> None:
+    """Closing a half-approved item records whose approvals go with it."""
+    h = Harness(policy=policy(approvals=2))
+    h.to_awaiting()
+    h.approve("alice")
+    d = h.ok(Close("olivia", "not needed after all"), S.CLOSED)
+    assert d.event is not None and d.event.detail["voided_approvals"] == ("alice",)
+
+
 @pytest.mark.parametrize("source", [S.READY_FOR_REVIEW, S.EXCEPTION])
 def test_reinspect_from_review_and_exception(h: Harness, source: State) -> None:
     """reinspect also leaves ready_for_review and exception, clearing the report/exception."""
@@ -148,6 +158,7 @@ def test_resume_grants_the_policy_budget_by_default(h: Harness) -> None:
     assert (item.attempts, item.max_attempts, item.next_eligible_at) == (0, 3, h.now)
     assert item.doc("account") is None and item.doc("previous_account") == account
     assert item.doc("grants")[-1]["attempts"] == 3 and d.event.detail["attempts"] == 3
+    assert item.doc("resume_state") is None  # set again by the next exhaustion, if any
     assert claimable(item, h.now) == []
 
 
@@ -191,6 +202,35 @@ def test_close_leaves_every_stop_state(h: Harness, source: State) -> None:
     h.to(source)
     h.ok(Close("olivia", "not needed"), S.CLOSED)
     assert h.it.doc("closure")["from"] == source.value
+
+
+def test_a_close_of_a_record_that_fails_its_checks_keeps_the_findings(h: Harness) -> None:
+    """The command layer's findings ride on the close: the event names integrity_failed and
+    records the first twenty findings."""
+    h.to(S.EXCEPTION)
+    findings = tuple(
+        Finding("item", h.it.id, "data", "integrity_failed", f"edit {n}") for n in range(25)
+    )
+    d = h.ok(Close("olivia", "nobody can trust it", integrity=findings), S.CLOSED)
+    assert d.event is not None and d.event.reasons == ("integrity_failed",)
+    assert list(d.event.detail["integrity_findings"]) == [f.to_plain() for f in findings[:20]]
+    plain = Harness()
+    plain.to(S.EXCEPTION)
+    quiet = plain.ok(Close("olivia", "not needed"), S.CLOSED).event
+    assert quiet is not None and quiet.reasons == () and "integrity_findings" not in quiet.detail
+
+
+def test_every_resume_grant_is_kept(h: Harness) -> None:
+    """A second resume adds its grant to the first: who granted what stays on the record."""
+    h.to(S.EXHAUSTED)
+    h.ok(Resume("olivia", "first try", attempts=1), S.CLASSIFIED)
+    h.fail_until_exhausted()
+    h.ok(Resume("carol", "second try", attempts=2), S.CLASSIFIED)
+    grants = h.it.doc("grants")
+    assert [(g["actor"], g["reason"], g["attempts"]) for g in grants] == [
+        ("olivia", "first try", 1),
+        ("carol", "second try", 2),
+    ]
 
 
 @pytest.mark.parametrize("source", [S.CLOSED, S.COMPLETED, S.OBSERVING, S.REVISION_PREPARED])
