@@ -214,6 +214,8 @@ def test_review_refusals(h: Harness) -> None:
     h.refused(Review("olivia", "0" * 64, "approve"), "review_packet_stale")
     h.refused(Review("olivia", h.packet(), "maybe"), "invalid_input")
     h.refused(Review("olivia", h.packet(), "reject"), "invalid_input")
+    h.refused(Review("olivia", h.packet(), "reject", " \n\t"), "invalid_input")
+    h.refused(Review("olivia", h.packet(), ""), "invalid_input")
     h.refused(Review("alice", h.packet(), "approve"), "actor_not_authorized")
     h.refused(
         Review("stranger", "x", "maybe"), "actor_unknown", "review_packet_stale", "invalid_input"
@@ -255,6 +257,37 @@ def test_publish_needs_an_approved_review_of_this_packet() -> None:
     h.ok(Review("olivia", h.packet(), "reject", "layout"))
     h.refused(Publish("pat", h.packet()), "review_not_approved")
     h.refused(Publish("pat", "0" * 64), "review_packet_stale")
+
+
+def test_publish_of_a_revised_delivery_needs_a_review_of_its_new_packet() -> None:
+    """An approved review of the packet a revision superseded publishes neither that packet
+    (void) nor the revision's new one."""
+    h = publishing()
+    h.to_completed()
+    old = h.packet()
+    h.ok(Review("olivia", old, "approve"))
+    h.ok(Revise("olivia", "clearer", ("a",)), S.REVISION_PREPARED)
+    h.refused(Publish("pat", old), "illegal_transition", "review_packet_stale")
+    h.claim()
+    h.stage([art("a", "new body")])
+    h.write("a", "update", remote_id=h.it.doc("artifacts")[0]["remote_id"])
+    h.ok(ReadBack(**h.lease(), readbacks=h.readbacks(["a"])), S.REVISION_COMPLETED)
+    assert h.packet() != old
+    h.refused(Publish("pat", old), "review_packet_stale")
+    h.refused(Publish("pat", h.packet()), "review_not_approved")
+    h.ok(Review("olivia", h.packet(), "approve"))
+    h.ok(Publish("pat", h.packet()), S.REVISION_COMPLETED)
+
+
+def test_an_approved_review_of_another_packet_publishes_nothing() -> None:
+    """A review names its packet: one that names another (a revision clears the review, so
+    only a record built this way holds one) is review_not_approved."""
+    h = publishing()
+    h.to_completed()
+    h.ok(Review("olivia", h.packet(), "approve"))
+    review = {**h.it.doc("review"), "packet": "f" * 64}
+    h.item = replace(h.it, data=MappingProxyType({**h.it.data, "review": review}))
+    h.refused(Publish("pat", h.packet()), "review_not_approved")
 
 
 def test_publish_needs_a_publisher() -> None:

@@ -562,10 +562,13 @@ def test_reconciling_the_old_content_requires_a_new_update(h: Harness) -> None:
     h.revise("a")
     revised(h, A2)
     gate(h, {"a": Observed(None)})
+    before = record(h, "a")
     h.ok(Reconcile("olivia", "a", Observed(A1.content_hash, "v9"), remote_id=rid("a")))
     r = record(h, "a")
     assert r["readback_hash"] != r["content_hash"]  # the object does not hold the revision
+    assert r["readback_hash"] == before["readback_hash"]  # no readback of the revision is made up
     assert r["last_op"] != "update"
+    assert r["intent"] is None  # the update is intended afresh
 
 
 def test_a_revision_writes_only_its_scope(h: Harness) -> None:
