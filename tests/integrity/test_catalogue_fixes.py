@@ -76,3 +76,25 @@ def test_a_legitimate_registry_change_does_not_carry_a_forged_role(
         "approve", "vault/pay-waiting", "--actor", "dana", "--proposal", digest, ok=(3,)
     )
     assert "actor_not_authorized" in answer["reasons"]
+
+
+def test_finalize_of_a_record_forged_complete_is_refused(
+    vault_copy: Callable[[str], Vault],
+) -> None:
+    """``finalize`` names no actor, yet the record it answers about is checked like every
+    other: an item set to ``completed`` by SQL is refused ``integrity_failed``, never answered
+    ``already_completed`` (a caller polling for completion would take the forgery as done)."""
+    vault = vault_copy("forged-complete")
+    done = vault.cli_json("finalize", "vault/pay-done")
+    assert (done["decision"], done["reasons"]) == ("zero_write", ["already_completed"])
+    attacker = Attacker(vault.url)
+    try:
+        item = attacker.item("vault/pay-waiting")
+        attacker.sql(
+            "UPDATE items SET state = 'completed', state_class = 'terminal' WHERE id = :id",
+            {"id": item.id},
+        )
+    finally:
+        attacker.close()
+    forged = vault.cli_json("finalize", "vault/pay-waiting", ok=(3,))
+    assert (forged["decision"], forged["reasons"]) == ("refused", ["integrity_failed"])
