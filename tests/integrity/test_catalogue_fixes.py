@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
+import pytest
+
+from stopline.core.frozen import freeze, thaw
 from stopline.runtime.loader import load_app
 from stopline.runtime.scheduler import Scheduler
 from stopline.store import open_store
@@ -98,3 +102,40 @@ def test_finalize_of_a_record_forged_complete_is_refused(
         attacker.close()
     forged = vault.cli_json("finalize", "vault/pay-waiting", ok=(3,))
     assert (forged["decision"], forged["reasons"]) == ("refused", ["integrity_failed"])
+
+
+@pytest.mark.parametrize("edit", ["event-edited", "chain-rewritten"])
+def test_an_approval_on_an_item_whose_earlier_history_was_edited_is_refused(
+    vault_copy: Callable[[str], Vault], edit: str
+) -> None:
+    """The first event of a waiting item is edited by SQL, its head event and seal left as they
+    were: alone (the chain breaks there) or with every later hash and the seal made right
+    again (only the ledger still holds the old hashes). A person's command reads the whole
+    history and the item's ledger entries, not only the head: the approval is refused."""
+    vault = vault_copy(edit)
+    attacker = Attacker(vault.url)
+    try:
+        item = attacker.item("vault/pay-waiting")
+        events = attacker.history(item.id)
+        first = events[0]
+        edited = replace(first, detail=freeze({**thaw(first.detail), "key": "pay-other"}))
+        if edit == "event-edited":
+            attacker.put_event(edited)
+        else:
+            rebuilt, chain = attacker.rehash_chain(item, [edited, *events[1:]], 1)
+            for event in chain:
+                attacker.put_event(event)
+            attacker.put_item(rebuilt)
+    finally:
+        attacker.close()
+    answer = vault.cli_json(
+        "approve",
+        "vault/pay-waiting",
+        "--actor",
+        "bob",
+        "--proposal",
+        vault.digest("pay-waiting"),
+        ok=(3,),
+    )
+    assert (answer["decision"], answer["reasons"]) == ("refused", ["integrity_failed"])
+    assert vault.states()["pay-waiting"] == "awaiting_approval"
