@@ -139,3 +139,22 @@ def test_an_approval_on_an_item_whose_earlier_history_was_edited_is_refused(
     )
     assert (answer["decision"], answer["reasons"]) == ("refused", ["integrity_failed"])
     assert vault.states()["pay-waiting"] == "awaiting_approval"
+
+
+def test_a_close_on_findings_needs_a_registry_that_holds(
+    vault_copy: Callable[[str], Vault],
+) -> None:
+    """Closing is the way out of a record that fails its checks, but who may close comes from
+    the registry: with a registry row forged as well, the close is refused."""
+    vault = vault_copy("close-forged-registry")
+    attacker = Attacker(vault.url)
+    try:
+        data = attacker.data("vault/pay-waiting")
+        attacker.put_data("vault/pay-waiting", {**data, "input": {"amount": 10**6}})
+    finally:
+        attacker.close()
+    forge_roles(vault.url, "bob", ["approver", "operator"])
+    close = ("close", "vault/pay-waiting", "--actor", "alice", "--reason", "cannot trust it")
+    answer = vault.cli_json(*close, ok=(3,))
+    assert (answer["decision"], answer["reasons"]) == ("refused", ["integrity_failed"])
+    assert vault.states()["pay-waiting"] == "awaiting_approval"
