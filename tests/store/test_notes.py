@@ -134,3 +134,18 @@ def test_notes_under_keys_write_once_per_key(calls: list[tuple[str | None, str]]
             assert verify_store(store).findings == []
         finally:
             store.close()
+
+
+def test_an_idempotency_key_that_is_not_valid_text_is_refused_and_writes_nothing(
+    store: Store,
+) -> None:
+    """A library caller's key holding a NUL or a lone surrogate (no text column takes it):
+    the note is refused ``invalid_input`` before the key is looked up or bound, and nothing
+    but the refusal's audit row is written; the same note under a valid key is applied."""
+    controller, item = setup(store)
+    before = dump(store)
+    for key in ("k\x00", "k\ud800"):
+        decision = controller.run(item.id, Note("olivia", "checked"), idempotency_key=key)
+        assert (decision.outcome, decision.reasons) == (Outcome.REFUSED, (Reason.INVALID_INPUT,))
+    assert dump(store) == before
+    assert controller.run(item.id, Note("olivia", "checked"), idempotency_key="k").applied
