@@ -103,3 +103,26 @@ def test_a_signed_note_verifies(lab: SignedLab) -> None:
     assert note["detail"]["author"]["kind"] == "ai"
     report = lab.verify()
     assert report["ok"], report["problems"]
+
+
+def test_a_signed_command_records_only_the_roles_its_actor_holds(lab: SignedLab) -> None:
+    """carol, certified operator only, rejects: a reject counts under the operator role or
+    the proposal's approver roles, and her attestation records the one of them she holds,
+    never a role she was not certified for."""
+    done = lab.cli_json(
+        "reject",
+        "pay/k1",
+        "--reason",
+        "not this month",
+        "--actor",
+        "carol",
+        "--key",
+        str(lab.key_path("carol")),
+    )
+    assert done["decision"] == "applied"
+    event = lab.cli_json("history", "pay/k1")["events"][-1]
+    assert event["command"] == "reject"
+    attestation = Signed.from_plain(event["detail"]["attestation"])
+    assert list(attestation.body["roles"]) == ["operator"]
+    report = lab.verify()
+    assert report["ok"], report["problems"]
