@@ -149,3 +149,24 @@ def test_an_idempotency_key_that_is_not_valid_text_is_refused_and_writes_nothing
         assert (decision.outcome, decision.reasons) == (Outcome.REFUSED, (Reason.INVALID_INPUT,))
     assert dump(store) == before
     assert controller.run(item.id, Note("olivia", "checked"), idempotency_key="k").applied
+
+
+def test_a_reference_or_an_actor_that_is_not_valid_text_is_refused_on_both_stores(
+    store: Store,
+) -> None:
+    """A library caller's item reference or actor holding a NUL or a lone surrogate (which
+    PostgreSQL's text columns refuse, and no id, key or registered name holds): no item, or
+    no such actor, and only the refusal's audit row is written (its actor left empty)."""
+    controller, item = setup(store)
+    before = dump(store)
+    unknown, invalid = Reason.UNKNOWN_ITEM, Reason.INVALID_INPUT
+    # a lone surrogate has no canonical form: the command's digest refuses it first
+    for bad, reason in (("k\x00", unknown), ("auto/k\x00", unknown), ("k\ud800", invalid)):
+        assert controller.item(bad) is None
+        decision = controller.run(bad, Note("olivia", "checked"))
+        assert (decision.outcome, decision.reasons) == (Outcome.REFUSED, (reason,)), bad
+    for bad, reason in (("oli\x00via", Reason.ACTOR_UNKNOWN), ("oli\ud800via", invalid)):
+        decision = controller.run(item.id, Note(bad, "checked"))
+        assert (decision.outcome, decision.reasons) == (Outcome.REFUSED, (reason,)), bad
+    assert dump(store) == before
+    assert controller.run(item.id, Note("olivia", "checked")).applied
