@@ -158,3 +158,23 @@ def test_a_close_on_findings_needs_a_registry_that_holds(
     answer = vault.cli_json(*close, ok=(3,))
     assert (answer["decision"], answer["reasons"]) == ("refused", ["integrity_failed"])
     assert vault.states()["pay-waiting"] == "awaiting_approval"
+
+
+def test_a_command_on_an_item_whose_automation_row_was_deleted_is_refused(
+    vault_copy: Callable[[str], Vault],
+) -> None:
+    """The policy a command is decided under comes from the automation's registered row; with
+    that row deleted by SQL there is no policy to decide under, and the approval is refused
+    ``unknown_automation`` (never decided under some default), writing nothing but its refusal."""
+    vault = vault_copy("automation-deleted")
+    digest = vault.digest("pay-waiting")
+    attacker = Attacker(vault.url)
+    try:
+        attacker.sql("DELETE FROM automations WHERE name = 'vault'")
+    finally:
+        attacker.close()
+    answer = vault.cli_json(
+        "approve", "vault/pay-waiting", "--actor", "bob", "--proposal", digest, ok=(3,)
+    )
+    assert (answer["decision"], answer["reasons"]) == ("refused", ["unknown_automation"])
+    assert vault.states()["pay-waiting"] == "awaiting_approval"
