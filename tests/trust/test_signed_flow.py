@@ -108,7 +108,7 @@ def test_a_signed_note_verifies(lab: SignedLab) -> None:
 def test_a_signed_command_records_only_the_roles_its_actor_holds(lab: SignedLab) -> None:
     """carol, certified operator only, rejects: a reject counts under the operator role or
     the proposal's approver roles, and her attestation records the one of them she holds,
-    never a role she was not certified for."""
+    never a role she was not certified for; it is signed at the time of the decision."""
     done = lab.cli_json(
         "reject",
         "pay/k1",
@@ -124,5 +124,6 @@ def test_a_signed_command_records_only_the_roles_its_actor_holds(lab: SignedLab)
     assert event["command"] == "reject"
     attestation = Signed.from_plain(event["detail"]["attestation"])
     assert list(attestation.body["roles"]) == ["operator"]
+    assert attestation.body["at"] == event["at"]  # signed when it was decided
     report = lab.verify()
     assert report["ok"], report["problems"]
