@@ -110,6 +110,50 @@ def test_cli_flags_become_the_same_body_as_json() -> None:
     assert validate(COMMANDS["edit"], body)[1] == ["params must be a JSON object"]
 
 
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["reject", "i", "--actor", "a", "--reason", "r"], {"reason": "r"}),
+        (
+            ["reject", "i", "--actor", "a", "--reason", "r", "--return"],
+            {"reason": "r", "return": True},
+        ),
+        (
+            ["resume", "i", "--actor", "a", "--reason", "r", "--attempts", "2"],
+            {"reason": "r", "attempts": 2},
+        ),
+    ],
+)
+def test_a_flag_left_out_is_absent_and_a_number_is_a_number(
+    argv: list[str], expected: dict[str, object]
+) -> None:
+    """A switch not given is left out of the body (as a JSON client leaves it out), not sent
+    as false; an integer flag reaches the body as an integer, which the one check accepts."""
+    args = build_parser().parse_args(argv)
+    body, problems = body_of(COMMANDS[argv[0]], args)
+    assert (body, problems) == (expected, [])
+    assert validate(COMMANDS[argv[0]], body)[1] == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["approve", "i", "--actor", "  ", "--proposal", "d"],
+        ["approve", "i", "--actor", "", "--proposal", "d"],
+        ["resume", "i", "--actor", "a", "--reason", "r", "--attempts", "two"],
+    ],
+)
+def test_a_blank_actor_or_a_number_that_is_not_one_is_a_usage_error(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Refused by the parser (exit status 2) before anything is opened or decided."""
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "must not be empty" in err or "invalid int value" in err
+
+
 # --- the HTTP API -----------------------------------------------------------------------------
 
 
