@@ -92,8 +92,23 @@ def test_keys_replay_and_refuse_reuse(
         ("--body", "ok", "--author-kind", "ai"),
         ("--body", "ok", "--author-kind", "human", "--author-family", "f"),
         ("--body", "ok", "--author-kind", "ai", "--author-name", "n" * 201, "--author-family", "f"),
+        # the idempotency key's rule, the same in every shell: printable ASCII, no spaces
+        ("--body", "ok", "--idempotency-key", "a key"),
+        ("--body", "ok", "--idempotency-key", "clé"),
+        ("--body", "ok", "--idempotency-key", ""),
     ],
-    ids=["empty", "blank", "too-long", "name-without-kind", "ai-unnamed", "human-family", "long"],
+    ids=[
+        "empty",
+        "blank",
+        "too-long",
+        "name-without-kind",
+        "ai-unnamed",
+        "human-family",
+        "long",
+        "key-space",
+        "key-not-ascii",
+        "key-empty",
+    ],
 )
 def test_malformed_input_exits_2_and_writes_nothing(
     demo_db: str,  # noqa: F811
