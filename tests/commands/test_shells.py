@@ -295,3 +295,15 @@ def test_every_hint_parses_as_a_command_once_its_placeholders_are_filled(state: 
         body, problems = body_of(entry, args)
         assert validate(entry, body)[1] == problems == [], line
         assert all(f.name in body for f in entry.fields if f.required)
+
+
+def test_a_command_that_talks_to_the_target_takes_its_app_from_stopline_app(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--app`` falls back to ``STOPLINE_APP`` (as documented), and a flag given wins."""
+    monkeypatch.setenv("STOPLINE_APP", "ops.py:app")
+    argv = ["reconcile", "i", "--actor", "a", "--artifact", "x"]
+    assert build_parser().parse_args(argv).app == "ops.py:app"
+    assert build_parser().parse_args([*argv, "--app", "other.py:app"]).app == "other.py:app"
+    monkeypatch.delenv("STOPLINE_APP")
+    assert build_parser().parse_args(argv).app is None
