@@ -165,6 +165,23 @@ def test_bad_usage_exits_2(demo_db: str) -> None:
     assert out.returncode == 2
 
 
+def test_items_filters_by_state_automation_and_limit(
+    demo_db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``items`` lists what its filters name and no more; an unknown state is exit 2 with the
+    states it could be, never an empty list that reads as "nothing waits"."""
+    every = run_json(capsys, "items", "--db", demo_db)[1]["items"]
+    assert len({i["automation"] for i in every}) > 1 and len({i["state"] for i in every}) > 1
+    waiting = run_json(capsys, "items", "--state", "awaiting_approval", "--db", demo_db)[1]
+    assert waiting["items"] and {i["state"] for i in waiting["items"]} == {"awaiting_approval"}
+    one = every[0]["automation"]
+    mine = run_json(capsys, "items", "--automation", one, "--db", demo_db)[1]["items"]
+    assert mine and {i["automation"] for i in mine} == {one}
+    assert len(run_json(capsys, "items", "--limit", "1", "--db", demo_db)[1]["items"]) == 1
+    code = main(["items", "--state", "waiting", "--db", demo_db])
+    assert code == 2 and "unknown state 'waiting'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("name", ["STOPLINE_WORKERS", "STOPLINE_CONCURRENCY", "STOPLINE_BATCH"])
 def test_a_bad_number_in_the_environment_is_a_usage_error(name: str, tmp_path: Path) -> None:
     """A setting from the environment is checked like the option it stands for: exit 2 with
