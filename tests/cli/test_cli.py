@@ -218,9 +218,11 @@ def test_json_arguments_outside_the_input_limits_exit_2(
 
 
 def test_verify_detects_a_tampered_event(demo_db: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """Editing one event row directly makes `verify` exit 3 and name the item."""
+    """Editing one event row directly makes `verify` exit 3 and name the item, and its text
+    for a person opens with PROBLEMS where it opened with ok."""
     code, doc = run_json(capsys, "verify", "--db", demo_db)
     assert code == 0 and doc["ok"] and doc["problems"] == [] and doc["events"] > 0
+    assert run(capsys, "verify", "--db", demo_db)[1].startswith("ok: ")
     path = demo_db.removeprefix("sqlite:///")
     conn = sqlite3.connect(path)
     item_id = conn.execute("SELECT item_id FROM events WHERE seq = 2 LIMIT 1").fetchone()[0]
@@ -231,6 +233,8 @@ def test_verify_detects_a_tampered_event(demo_db: str, capsys: pytest.CaptureFix
     code, doc = run_json(capsys, "verify", "--db", demo_db)
     assert code == 3 and not doc["ok"]
     assert any(item_id in p and "altered" in p for p in doc["problems"])
+    code, text = run(capsys, "verify", "--db", demo_db)
+    assert code == 3 and text.startswith("PROBLEMS: ") and item_id in text
 
 
 def test_the_event_log_refuses_updates(demo_db: str) -> None:
