@@ -54,6 +54,7 @@ def test_a_note_is_recorded_with_its_author_and_shown(
     assert authors[-1]["kind"] == "ai"
     _, text = run(capsys, "history", ITEM, "--db", demo_db)
     assert "AUTHOR" in text and "ai helper-7 (example-family)" in text
+    assert f"\nnotes:\n  {doc['sequence']}: carol: logs look fine" in text  # the body, in full
     code, _ = run(capsys, "verify", "--db", demo_db)
     assert code == 0
 
