@@ -130,6 +130,19 @@ def test_show_says_when_a_record_is_not_what_its_history_sealed(
     assert code == 0 and text.startswith("WARNING: this record is not what its history sealed")
 
 
+def test_show_ends_with_the_commands_that_would_move_a_waiting_item(
+    demo_db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A waiting item's ``show`` lists the approve and reject commands bound to its current
+    proposal digest, for a person to fill in; never one that would act."""
+    ref = "service-health/checkout-api"
+    doc = run_json(capsys, "show", ref, "--db", demo_db)[1]
+    item, digest = doc["id"], doc["proposal"]["digest"]
+    text = run(capsys, "show", ref, "--db", demo_db)[1]
+    assert f"\nnext:\n  stopline approve {item} --actor ACTOR --proposal {digest}\n" in text
+    assert f"  stopline reject {item} --actor ACTOR --proposal {digest} --reason" in text
+
+
 def test_unknown_item_is_refused_with_exit_3(
     demo_db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
