@@ -311,3 +311,49 @@ def test_proxy_header_only_when_configured(
     assert unknown.status_code == 303
     # the API never trusts the header: it needs a token
     assert httpx.get(f"{proxied.base}/api/items", headers=header).status_code == 401
+
+
+# What the browser is told, written out here rather than read from the guard's own list.
+HEADERS = {
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "same-origin",
+    "x-frame-options": "DENY",
+    "cache-control": "no-store",
+}
+POLICY = (
+    "default-src 'none'",
+    "style-src 'self'",
+    "img-src 'self'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+)
+
+
+def test_every_kind_of_response_carries_the_security_headers(demo: Demo, live: Server) -> None:
+    """Pages, API answers, errors, the static files and the documents alike: no framing, no
+    caching, no referrer beyond this origin, no script from anywhere."""
+    item = demo.item(MSG_1041)
+    browser = sign_in(live, demo.tokens["dana"])
+    with live.client(demo.tokens["dana"]) as api:
+        responses = [
+            browser.get("/inbox"),
+            browser.get(f"/items/{item.id}"),
+            live.client().get("/signin"),
+            api.get("/api/items"),
+            api.get("/api/items/no-such-item"),
+            live.client().get("/api/me"),
+            api.get("/openapi.json"),
+            api.get("/metrics"),
+            api.get("/static/stopline.css"),
+            api.get("/nowhere"),
+            api.post(f"/api/items/{item.id}/close", content=b"x" * (70 * 1024)),
+        ]
+    assert [r.status_code for r in responses] == [
+        200, 200, 200, 200, 404, 401, 200, 200, 200, 404, 413,
+    ]  # fmt: skip
+    for response in responses:
+        for name, value in HEADERS.items():
+            assert response.headers.get_list(name) == [value], (response.url, name)
+        policy = response.headers["content-security-policy"].split("; ")
+        assert sorted(policy) == sorted(POLICY), response.url

@@ -10,6 +10,8 @@ from ..commands.fields import Field
 from ..commands.schema import value_schema
 from ..commands.table import exposed
 from ..core.proposal_diff import MIN_PREFIX
+from ..server.guard import SECURITY_HEADERS
+from ..server.settings import MAX_BODY
 
 
 def cell(text: str) -> str:
@@ -50,6 +52,25 @@ def _entry_section(entry: Entry) -> list[str]:
     return out
 
 
+def _limits_and_headers() -> list[str]:
+    return [
+        "## Body limit and headers",
+        "",
+        f"A request body may hold at most `STOPLINE_MAX_BODY` bytes ({MAX_BODY:,} by default):"
+        " a body of exactly that size is read, and one byte more is 413 before anything parses"
+        " it, whether its `Content-Length` says so or it arrives in chunks; a `Content-Length`"
+        " that is not a number is 413 too. The 413 answer closes the connection.",
+        "",
+        "Every response, the web inbox's and the 413 answer included, carries these headers"
+        " (a response that sets one of them itself keeps its own value):",
+        "",
+        "| header | value |",
+        "| --- | --- |",
+        *(f"| `{name.decode()}` | `{value.decode()}` |" for name, value in SECURITY_HEADERS),
+        "",
+    ]
+
+
 def http_markdown() -> str:
     out = [
         "# The HTTP API",
@@ -77,6 +98,7 @@ def http_markdown() -> str:
         "| 422 | malformed input (a field, a filter, an idempotency key, a digest prefix);"
         " nothing was run |",
         "",
+        *_limits_and_headers(),
         "## Reading",
         "",
         "- `GET /api/me`: the actor, their roles, whether they may command.",
