@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlencode
 
@@ -16,6 +17,7 @@ from ..commands.perform import perform
 from ..commands.runners import RunOptions
 from ..commands.table import exposed
 from ..core.decision import Outcome
+from ..core.records import Actor, Event
 from ..server.item_ref import ITEM_RE
 from . import present
 from .inbox import filters, query_string
@@ -24,13 +26,32 @@ from .page import Visit, may_post, visit
 WEB_COMMANDS = {entry.name: entry for entry in exposed(Shell.WEB)}
 
 
-def _page_model(v: Visit, ref: str) -> dict[str, Any] | None:
+def confirmed_flash(
+    done: str, outcome: str, events: Sequence[Event], actor: Actor | None
+) -> dict[str, str] | None:
+    """The line that tells the visitor what their command just did, from the query string of
+    the redirect after it; shown only when the item's history bears it out (``applied``: the
+    visitor's latest event on the item is that command; ``zero_write``: the item holds an event
+    of that command), so a link crafted with ``?done=approve&outcome=applied`` cannot make a
+    page claim an approval its visitor never gave."""
+    if actor is None or done not in WEB_COMMANDS or outcome not in ("applied", "zero_write"):
+        return None
+    if outcome == "applied":
+        mine = [e for e in events if e.actor == actor.name]
+        happened = bool(mine) and mine[-1].command == done
+    else:
+        happened = any(e.command == done for e in events)
+    return {"command": done, "outcome": outcome} if happened else None
+
+
+def _page_model(v: Visit, ref: str, done: str = "", outcome: str = "") -> dict[str, Any] | None:
     item = v.s.controller.item(ref) if ITEM_RE.match(ref) else None
     if item is None:
         return None
+    events = v.s.store.history(item.id)
     return present.item_page(
         item,
-        v.s.store.history(item.id),
+        events,
         v.s.now(),
         v.actor,
         v.s.store.policy(item.automation),
@@ -39,25 +60,22 @@ def _page_model(v: Visit, ref: str) -> dict[str, Any] | None:
         v.s.controller.deciding_actors(),
         v.s.store.insights.stopped_since(item.id),
         v.s.controller.record_findings(item),
-    )
+    ) | {"flash": confirmed_flash(done, outcome, events, v.actor)}
 
 
 async def item_page(request: Request) -> Response:
     v = await visit(request)
     if v.actor is None:
         return v.redirect("/signin")
-    model = await run_in_threadpool(_page_model, v, request.path_params["item"])
+    query = request.query_params
+    ref = request.path_params["item"]
+    done, outcome = query.get("done", ""), query.get("outcome", "")
+    model = await run_in_threadpool(_page_model, v, ref, done, outcome)
     if model is None:
         return v.message(404, "No such item", "There is no item with that id.")
-    done = request.query_params.get("done", "")
-    outcome = request.query_params.get("outcome", "")
-    flash = None
-    if done in WEB_COMMANDS and outcome in ("applied", "zero_write"):
-        flash = {"command": done, "outcome": outcome}
     return v.render(
         "item.html",
         **model,
-        flash=flash,
         refusal=None,
         problems=[],
         filters_query=query_string(filters(request)[0]),
@@ -132,7 +150,6 @@ async def _again(
         "item.html",
         status,
         **model,
-        flash=None,
         refusal=refusal,
         problems=problems,
         filters_query="",
