@@ -6,6 +6,7 @@ writes nothing."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import httpx
 
@@ -21,9 +22,9 @@ RESULT = re.compile(
 )
 
 
-def _bulk(browser: httpx.Client, **data: object) -> httpx.Response:
+def _bulk(browser: httpx.Client, **data: Any) -> httpx.Response:
     page = browser.get("/inbox").text
-    return browser.post("/inbox/bulk", data={"csrf": csrf_of(page), **data})  # type: ignore[dict-item]
+    return browser.post("/inbox/bulk", data={"csrf": csrf_of(page), **data})
 
 
 def test_an_item_page_shows_nothing_to_a_visitor_nobody_signed_in(demo: Demo, live: Server) -> None:
@@ -66,11 +67,11 @@ def test_a_link_cannot_make_a_page_claim_a_command_that_did_not_happen(
         for query in crafted:
             page = bob.get(f"/items/{item.id}", params=query)
             assert page.status_code == 200 and 'data-testid="flash"' not in page.text, query
-    page = bob.get(f"/items/{item.id}").text
-    digest = re.search(r'name="proposal" value="([0-9a-f]{64})"', page)
+    html = bob.get(f"/items/{item.id}").text
+    digest = re.search(r'name="proposal" value="([0-9a-f]{64})"', html)
     assert digest is not None
     done = bob.post(
-        f"/items/{item.id}/approve", data={"csrf": csrf_of(page), "proposal": digest.group(1)}
+        f"/items/{item.id}/approve", data={"csrf": csrf_of(html), "proposal": digest.group(1)}
     )
     assert done.status_code == 303
     after = bob.get(done.headers["location"]).text
