@@ -80,6 +80,10 @@ def test_a_link_cannot_make_a_page_claim_a_command_that_did_not_happen(
     # alice's page with bob's redirect: bob approved, alice did not
     alice = sign_in(live, demo.tokens["alice"])
     assert 'data-testid="flash"' not in alice.get(done.headers["location"]).text
+    for outcome in ("refused", "<b>applied</b>", ""):
+        query = {"done": "approve", "outcome": outcome}
+        page = bob.get(f"/items/{item.id}", params=query)
+        assert 'data-testid="flash"' not in page.text, outcome
 
 
 def test_a_form_posted_to_what_cannot_be_an_item_or_to_no_item(demo: Demo, live: Server) -> None:
