@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 from stopline.core.frozen import freeze, thaw
 from stopline.core.policy import Policy
+from stopline.core.registry import AUTOMATION_PREFIX, POLICY
 from stopline.core.states import STOP_STATES
 from stopline.store import open_store
 from stopline.store.outbox import Notification, message_id
@@ -119,6 +120,16 @@ def test_a_proposal_rule_or_lease_the_policy_never_allows_is_reported(
     assert policy_findings(unowned, policy, NOW) == []
 
 
+def store_policy(url: str) -> dict[str, object]:
+    """The vault's policy as its registry event records it (version and document)."""
+    store = open_store(url, migrate=False)
+    try:
+        record = store.registry().policies["vault"]
+        return {"version": record.version, "policy": thaw(record.policy)}
+    finally:
+        store.close()
+
+
 def test_names_outside_the_safe_alphabet_or_alike_are_reported(
     vault_copy: Callable[[str], Vault],
 ) -> None:
@@ -134,6 +145,8 @@ def test_names_outside_the_safe_alphabet_or_alike_are_reported(
         attacker.append_registry("rn", "add", {"roles": ["viewer"], "state": alike}, NOW)
         attacker.append_registry("m", "add", {"roles": ["viewer"], "state": alike}, NOW)
         attacker.sql("UPDATE items SET automation = 'Vault Two' WHERE id = :id", {"id": item.id})
+        recorded = store_policy(vault.url)
+        attacker.append_registry(AUTOMATION_PREFIX + "Vault Two", POLICY, recorded, NOW)
     finally:
         attacker.close()
     store = open_store(vault.url, migrate=False)
@@ -144,4 +157,5 @@ def test_names_outside_the_safe_alphabet_or_alike_are_reported(
     assert ("actor", "bad name", "name", NAME_INVALID) in found
     assert ("actor", "bad name", "roles", NAME_INVALID) in found
     assert ("item", item.id, "automation", NAME_INVALID) in found
+    assert ("automation", "Vault Two", "name", NAME_INVALID) in found
     assert {("actor", "m", "name", NAME_LOOKALIKE), ("actor", "rn", "name", NAME_LOOKALIKE)} & found
