@@ -148,6 +148,8 @@ def test_ascii_lookalikes_share_a_skeleton() -> None:
         ("a1ice", "alice"),
         ("mallory", "rnallory"),
     ]
+    # a name listed twice is one name: it looks like nothing but the others
+    assert lookalikes(["alice", "alice", "a1ice", "bob", "bob"]) == [("a1ice", "alice")]
 
 
 @given(st.sampled_from(KINDS), st.text(max_size=80))
