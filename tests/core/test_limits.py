@@ -357,3 +357,35 @@ def test_docs_table_matches_the_defaults() -> None:
     assert astuple(DEFAULT) == (64, 1_048_576, 262_144, 256, 10_000, 8 * 1_048_576, 20)
     for shown in ("| 64 |", "1,048,576", "262,144", "| 256 |", "| 10,000 |", "8 MiB", "| 20,"):
         assert shown in section
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("1e999", "not_finite: '1e999' is beyond the range of a double"),
+        ("[-1e400]", "not_finite: '-1e400' is beyond the range of a double"),
+        ("NaN", "not_finite: NaN is not a number JSON allows"),
+        ('{"x": -Infinity}', "not_finite: -Infinity is not a number JSON allows"),
+        ("1" + "0" * 25, "integer_range: integer of 26 digits"),
+        ("-" + "9" * 20, "integer_range: integer of 20 digits"),
+        ("1" + "0" * 5000, "integer_range: integer of 5001 digits"),  # past int()'s own limit
+    ],
+)
+def test_a_number_json_cannot_carry_is_named_as_it_was_sent(text: str, says: str) -> None:
+    """The violation quotes the token the client sent, not what a parser made of it (``inf``,
+    ``nan``, or a 5,001-digit integer that ``int()`` refuses to read at all)."""
+    _, violations = parse_json(text)
+    assert [str(v).split(": ", 1)[1] for v in violations] == [says]
+
+
+def test_the_text_limit_counts_utf8_bytes_to_the_byte() -> None:
+    """Exactly ``max_text_bytes`` is read, one byte more is refused unread, as bytes or as
+    text; text of fewer characters than the limit but more UTF-8 bytes is refused too."""
+    limits = Limits(max_text_bytes=1000, max_string_length=10_000)
+    exact = b'"' + b"a" * 998 + b'"'
+    assert parse_json(exact, limits) == ("a" * 998, [])
+    assert parse_json(exact.decode(), limits) == ("a" * 998, [])
+    for over in (b'"' + b"a" * 999 + b'"', ('"' + "é" * 500 + '"').encode()):
+        for sent in (over, over.decode()):
+            value, violations = parse_json(sent, limits)
+            assert value is None and [v.limit for v in violations] == ["bytes"], sent[:5]
