@@ -123,3 +123,31 @@ def test_a_refused_bulk_result_says_why_in_words(demo: Demo, live: Server) -> No
         r'<code data-testid="bulk-reasons">illegal_transition</code>(.*?)</span>', rest, re.S
     )
     assert why is not None and len(why.group(1).strip()) > 20, rest
+
+
+HOSTILE_NUMBERS = ("²", "٣", "\uff11", "9" * 5000, "0" * 5000 + "999999999", "-1", "+5", "5 ")
+
+
+def test_a_number_in_a_query_is_ascii_digits_within_its_bounds_or_422(
+    demo: Demo, live: Server
+) -> None:
+    """``int()`` reads ``٣`` as 3 and raises on ``²`` and on 5,000 digits: each page size, age
+    and limit a query holds is ASCII digits within its bounds (leading zeros allowed), or the
+    page says what it must be (a 500 before for ``²`` and for 5,000 digits)."""
+    browser = sign_in(live, demo.tokens["alice"])
+    with nothing_written(demo.url):
+        for value in HOSTILE_NUMBERS:
+            page = browser.get("/inbox", params={"size": value})
+            assert page.status_code == 422, value[:20]
+            assert "size is a whole number from 1 to 200" in page.text, value[:20]
+            stuck = browser.get("/stuck", params={"minutes": value})
+            assert stuck.status_code == 422, value[:20]
+            assert "minutes is a whole number" in stuck.text, value[:20]
+        with live.client(demo.tokens["dana"]) as api:
+            for value in HOSTILE_NUMBERS:
+                refused = api.get("/api/items", params={"limit": value})
+                assert refused.status_code == 422, value[:20]
+        assert browser.get("/inbox", params={"size": "007"}).status_code == 200
+        assert browser.get("/stuck", params={"minutes": "0060"}).status_code == 200
+        with live.client(demo.tokens["dana"]) as api:
+            assert len(api.get("/api/items", params={"limit": "002"}).json()["items"]) == 2

@@ -24,6 +24,7 @@ from ..core.records import Actor, Item
 from ..core.states import State, StateClass
 from ..server.access import authenticate
 from ..server.item_ref import ITEM_RE
+from ..server.query import whole_number
 from ..server.state import Shared, shared
 from ..views import event_view, integrity_view, item_view, summary_view
 
@@ -104,11 +105,11 @@ def parse_filters(params: Any) -> tuple[dict[str, Any], list[str]]:
             problems.append("overdue must be true or false")
         out["overdue"] = flag
     if params.get("limit"):
-        raw = params["limit"]
-        if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+        limit = whole_number(params["limit"], 1, MAX_LIMIT)
+        if limit is None:
             problems.append(f"limit must be an integer from 1 to {MAX_LIMIT}")
         else:
-            out["limit"] = int(raw)
+            out["limit"] = limit
     return out, problems
 
 

@@ -22,6 +22,7 @@ from starlette.datastructures import QueryParams
 from ..core.canonical import format_time, parse_time
 from ..core.severity import SEVERITIES
 from ..core.states import STOP_STATES
+from ..server.query import whole_number
 from ..store import PAGE_SORTS as SORTS
 from ..store import PageKey, StateCount, StopQuery, StopRow
 
@@ -94,10 +95,11 @@ def parse(q: QueryParams) -> tuple[Filters, list[str]]:
         problems.append(f"sort is one of {', '.join(SORTS)}")
     size = q.get("size", "")
     if size:
-        if not size.isdigit() or not 1 <= int(size) <= MAX_SIZE:
+        number = whole_number(size, 1, MAX_SIZE)
+        if number is None:
             problems.append(f"size is a whole number from 1 to {MAX_SIZE}")
         else:
-            f.size = int(size)
+            f.size = number
     after = q.get("after", "")
     if after:
         f.after = decode_key(after)

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..core.canonical import format_time, parse_time
+from ..server.query import whole_number
 from ..server.state import Shared
 from ..views import why
 from . import present
@@ -45,11 +46,10 @@ def _uncursor(text: str) -> tuple[datetime, str] | None:
 def parse(q: Any) -> tuple[int, tuple[datetime, str] | None, list[str]]:
     problems = []
     text = q.get("minutes", "") or str(DEFAULT_MINUTES)
-    minutes = DEFAULT_MINUTES
-    if not text.isdigit() or not 1 <= int(text) <= MAX_MINUTES:
+    minutes = whole_number(text, 1, MAX_MINUTES)
+    if minutes is None:
         problems.append(f"minutes is a whole number from 1 to {MAX_MINUTES}")
-    else:
-        minutes = int(text)
+        minutes = DEFAULT_MINUTES
     after = None
     if q.get("after", ""):
         after = _uncursor(q.get("after", ""))
