@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 
 import httpx
 
@@ -357,3 +358,32 @@ def test_every_kind_of_response_carries_the_security_headers(demo: Demo, live: S
             assert response.headers.get_list(name) == [value], (response.url, name)
         policy = response.headers["content-security-policy"].split("; ")
         assert sorted(policy) == sorted(POLICY), response.url
+
+
+def test_a_label_value_written_into_the_database_cannot_forge_a_metric(
+    demo: Demo, live: Server
+) -> None:
+    """A worker's id and host come from its heartbeat row, which whoever can write the
+    database can fill with anything: a quote, a brace, a newline and a backslash are escaped
+    in the label, so such a row adds no metric and breaks no line of the exposition."""
+    worker = 'w\\1"} 9\nstopline_forged_total 1\n#'
+    host = 'h"\\n{x="y"}'
+    store = open_store(demo.url)
+    try:
+        now = datetime.now(UTC)
+        store.heartbeats.beat(worker, host, 1, ["support-triage"], now, now, {})
+    finally:
+        store.close()
+    text = live.client().get("/metrics").text
+    lines = text.splitlines()
+    assert not any(line.startswith("stopline_forged") for line in lines)
+    escaped_worker = 'w\\\\1\\"} 9\\nstopline_forged_total 1\\n#'
+    escaped_host = 'h\\"\\\\n{x=\\"y\\"}'
+    assert any(
+        f'worker="{escaped_worker}"' in line and f'host="{escaped_host}"' in line
+        for line in lines
+        if line.startswith("stopline_worker_heartbeat_age_seconds{")
+    ), text[-2000:]
+    for line in lines:  # every sample line is a name, its labels and one number
+        if line and not line.startswith("#"):
+            float(line.rsplit(" ", 1)[1])
