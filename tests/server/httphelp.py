@@ -3,6 +3,7 @@ signing in like a browser, and the "nothing was written" check."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -16,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
 from helpers import dump
 from proc import free_port
@@ -129,3 +131,26 @@ def actor_with_token(url: str, name: str, roles: list[str]) -> str:
         return token
     finally:
         store.close()
+
+
+def signed_session(secret: str, doc: Any, hours_ago: float = 0.0) -> str:
+    """A session cookie holding ``doc`` as a server with ``secret`` signs one, dated
+    ``hours_ago`` (as if kept in a browser, or stolen, that long ago)."""
+
+    class Then(TimestampSigner):
+        def get_timestamp(self) -> int:
+            return int(time.time() - hours_ago * 3600)
+
+    sessions = URLSafeTimedSerializer(
+        secret,
+        salt="stopline:session",
+        signer=Then,
+        signer_kwargs={"key_derivation": "hmac", "digest_method": hashlib.sha256},
+    )
+    return str(sessions.dumps(doc))
+
+
+def bulk(browser: httpx.Client, **data: Any) -> httpx.Response:
+    """The inbox's bulk form, posted with the inbox page's CSRF token."""
+    page = browser.get("/inbox").text
+    return browser.post("/inbox/bulk", data={"csrf": csrf_of(page), **data})

@@ -18,7 +18,7 @@ from stopline.store.insights import StopQuery
 from stopline.web import forms
 
 from .conftest import Demo, add_tokens
-from .httphelp import Server, csrf_of, nothing_written, sign_in
+from .httphelp import Server, bulk, csrf_of, nothing_written, sign_in
 
 CHECKOUT = "service-health/checkout-api"
 ROW = re.compile(r'data-testid="inbox-row" data-item="([^"]+)" data-severity="([a-z]+)"')
@@ -175,11 +175,6 @@ def test_the_proposal_is_shown_against_the_one_it_replaced(demo: Demo, live: Ser
     assert 'data-testid="proposal-diff"' in after
     assert 'data-testid="proposal-diff-field">params.draft<' in after
     assert "Hello Ana, refunded." in after
-
-
-def bulk(browser: httpx.Client, **data: object) -> httpx.Response:
-    page = browser.get("/inbox").text
-    return browser.post("/inbox/bulk", data={"csrf": csrf_of(page), **data})  # type: ignore[dict-item]
 
 
 def test_bulk_close_and_acknowledge_decide_each_item_alone(demo: Demo, live: Server) -> None:

@@ -3,19 +3,22 @@ flags), and an actor whose roles mix the agent's with a person's. Each refusal w
 
 from __future__ import annotations
 
-import hashlib
 import secrets
-import time
 from collections.abc import Callable
-
-from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
 from fuzz.kit import asgi_client
 from stopline.registrar import hash_token
 from stopline.server.app import create_app
 
 from .conftest import Demo
-from .httphelp import Server, actor_with_token, csrf_of, nothing_written, sign_in
+from .httphelp import (
+    Server,
+    actor_with_token,
+    csrf_of,
+    nothing_written,
+    sign_in,
+    signed_session,
+)
 
 CHECKOUT = "service-health/checkout-api"
 
@@ -25,19 +28,9 @@ SECRET = "a secret of this test alone"
 
 def _cookie_signed(hours_ago: float, token: str) -> str:
     """A session cookie of ``token``'s holder as the server with :data:`SECRET` signs one,
-    dated ``hours_ago`` (as if kept in a browser, or stolen, that long ago)."""
-
-    class Then(TimestampSigner):
-        def get_timestamp(self) -> int:
-            return int(time.time() - hours_ago * 3600)
-
-    sessions = URLSafeTimedSerializer(
-        SECRET,
-        salt="stopline:session",
-        signer=Then,
-        signer_kwargs={"key_derivation": "hmac", "digest_method": hashlib.sha256},
-    )
-    return sessions.dumps({"sid": secrets.token_urlsafe(24), "th": hash_token(token)})
+    dated ``hours_ago``."""
+    doc = {"sid": secrets.token_urlsafe(24), "th": hash_token(token)}
+    return signed_session(SECRET, doc, hours_ago)
 
 
 def test_a_session_cookie_older_than_its_age_signs_nobody_in(

@@ -6,12 +6,9 @@ writes nothing."""
 from __future__ import annotations
 
 import re
-from typing import Any
-
-import httpx
 
 from .conftest import Demo
-from .httphelp import Server, csrf_of, nothing_written, sign_in
+from .httphelp import Server, bulk, csrf_of, nothing_written, sign_in
 
 CHECKOUT = "service-health/checkout-api"
 MSG_1044 = "support-triage/msg-1044"
@@ -20,11 +17,6 @@ RESULT = re.compile(
     r'<a href="/items/[^"]+" class="ref">([^<]+)</a>(.*?)</li>',
     re.S,
 )
-
-
-def _bulk(browser: httpx.Client, **data: Any) -> httpx.Response:
-    page = browser.get("/inbox").text
-    return browser.post("/inbox/bulk", data={"csrf": csrf_of(page), **data})
 
 
 def test_an_item_page_shows_nothing_to_a_visitor_nobody_signed_in(demo: Demo, live: Server) -> None:
@@ -102,10 +94,10 @@ def test_the_bulk_form_takes_only_its_commands_and_each_item_once(demo: Demo, li
     waiting = demo.item(MSG_1044)
     with nothing_written(demo.url):
         for command in ("approve", "reject", "edit", ""):
-            refused = _bulk(browser, command=command, reason="x", item=[waiting.id])
+            refused = bulk(browser, command=command, reason="x", item=[waiting.id])
             assert refused.status_code == 422, command
             assert "command is one of acknowledge, close" in refused.text, command
-    closed = _bulk(browser, command="close", reason="  duplicate  ", item=[waiting.id] * 3)
+    closed = bulk(browser, command="close", reason="  duplicate  ", item=[waiting.id] * 3)
     assert closed.status_code == 200
     results = RESULT.findall(closed.text)
     assert [(r[0], r[1], r[2]) for r in results] == [(waiting.id, "applied", MSG_1044)]
@@ -116,7 +108,7 @@ def test_a_refused_bulk_result_says_why_in_words(demo: Demo, live: Server) -> No
     browser = sign_in(live, demo.tokens["carol"])
     waiting = demo.item(MSG_1044)
     with nothing_written(demo.url):
-        done = _bulk(browser, command="acknowledge", reason="read", item=[waiting.id])
+        done = bulk(browser, command="acknowledge", reason="read", item=[waiting.id])
     [(item, outcome, ref, rest)] = RESULT.findall(done.text)
     assert (item, outcome, ref) == (waiting.id, "refused", MSG_1044)
     why = re.search(

@@ -5,14 +5,12 @@ session that was never sent. Each refusal writes nothing."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from itsdangerous import URLSafeTimedSerializer
 from starlette.requests import Request
 
 from stopline.controller import Controller
@@ -26,7 +24,7 @@ from stopline.web.forms import action_forms, approve_effect, tone
 from stopline.web.session import MAX_COOKIE, Session, csrf_ok, csrf_token, proxy_actor
 
 from .conftest import Demo
-from .httphelp import Server, csrf_of, nothing_written, sign_in
+from .httphelp import Server, csrf_of, nothing_written, sign_in, signed_session
 
 CHECKOUT = "service-health/checkout-api"  # restart_service: two approvals
 MSG_1041 = "support-triage/msg-1041"  # send_reply: one approval
@@ -35,13 +33,7 @@ SIGNED_IN_AS_ALICE = 'data-testid="whoami-name">alice<'
 
 
 def _signed(doc: Any) -> str:
-    """A session cookie holding ``doc``, signed as a server with :data:`SECRET` signs one."""
-    sessions = URLSafeTimedSerializer(
-        SECRET,
-        salt="stopline:session",
-        signer_kwargs={"key_derivation": "hmac", "digest_method": hashlib.sha256},
-    )
-    return str(sessions.dumps(doc))
+    return signed_session(SECRET, doc)
 
 
 def _cookie_of_length(lengths: range, token: str) -> str:
