@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 from helpers import T0
 from stopline.core.canonical import format_time
@@ -13,16 +12,13 @@ from stopline.trust.authority import (
     CERTIFY,
     REVOKE_KEY,
     Authority,
-    Trust,
     attestation_problems,
     checkpoint_signer_problems,
     token_problems,
 )
 from stopline.trust.documents import (
     ATTESTATION,
-    CERTIFICATE,
     CHECKPOINT_PURPOSE,
-    REVOCATION,
     SIGN,
     SPEAK_FOR,
     TOKEN,
@@ -31,43 +27,8 @@ from stopline.trust.documents import (
 )
 from stopline.trust.keys import KeySigner
 
+from .certkit import ALICE, HOUR, OTHER, ROOT, TRUST, certificate, revocation, signed_at
 from .signedlab import SignedLab
-
-ROOT, ALICE, OTHER = KeySigner.generate(), KeySigner.generate(), KeySigner.generate()
-TRUST = Trust((ROOT.public_key,))
-HOUR = timedelta(hours=1)
-
-
-def certificate(
-    actor: str,
-    key: KeySigner,
-    at: Any,
-    roles: tuple[str, ...] = ("approver",),
-    purposes: tuple[str, ...] = (SIGN,),
-    expires: Any = None,
-    by: KeySigner = ROOT,
-) -> tuple[str, dict[str, Any]]:
-    body = {
-        "kind": CERTIFICATE,
-        "v": 1,
-        "actor": actor,
-        "key": key.public_key.line,
-        "fingerprint": key.public_key.fingerprint,
-        "roles": list(roles),
-        "purposes": list(purposes),
-        "issued_at": format_time(at),
-        "expires_at": None if expires is None else format_time(expires),
-    }
-    return CERTIFY, sign(body, by).to_plain()
-
-
-def revocation(actor: str, at: Any, key: str | None = None, by: KeySigner = ROOT) -> Any:
-    body = {"kind": REVOCATION, "v": 1, "actor": actor, "key": key, "at": format_time(at)}
-    return REVOKE_KEY, sign(body, by).to_plain()
-
-
-def signed_at(at: Any, key: KeySigner = ALICE, **more: Any) -> Signed:
-    return sign({"kind": ATTESTATION, "actor": "alice", "at": format_time(at), **more}, key)
 
 
 def test_a_revoked_key_cannot_act_but_its_past_signatures_stand() -> None:
