@@ -7,12 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from helpers import T0
 from stopline.trust.agent import Agent, AgentError, AgentSigner, signer_in_agent
-from stopline.trust.documents import sign
+from stopline.trust.authority import Authority
+from stopline.trust.documents import CHECKPOINT_PURPOSE, SIGN, sign
 from stopline.trust.keys import KeySigner
-from stopline.trust.signers import SigningError, load_signer
+from stopline.trust.signers import SigningError, agent_signer_for, load_signer
 
 from .agentkit import RunningAgent
+from .certkit import HOUR, TRUST, certificate, revocation
 
 
 def new_key(folder: Path, name: str) -> KeySigner:
@@ -74,3 +77,32 @@ def test_no_agent_listening(tmp_path: Path) -> None:
     """A socket nobody listens on is an AgentError, not a crash."""
     with pytest.raises(AgentError, match="ssh-agent at"):
         Agent(str(tmp_path / "nothing.sock")).identities()
+
+
+def test_the_agent_key_chosen_for_an_actor_is_hers_live_and_for_the_purpose(
+    ssh_agent: RunningAgent, tmp_path: Path
+) -> None:
+    """The agent holds bob's key, alice's revoked key, alice's checkpoint-only key and,
+    added last, alice's live signing key: signing as alice picks the last one; as carol,
+    whose key it does not hold, none."""
+    keys = {name: new_key(tmp_path, name) for name in ("bob", "old", "keeper", "alice")}
+    for name in keys:
+        ssh_agent.add(tmp_path / name)
+    authority = Authority.build(
+        TRUST,
+        [
+            certificate("bob", keys["bob"], T0),
+            certificate("alice", keys["old"], T0),
+            # revoked with a date ahead: it already signs nothing
+            revocation("alice", T0 + 5 * HOUR, key=keys["old"].public_key.fingerprint),
+            certificate("alice", keys["keeper"], T0, purposes=(CHECKPOINT_PURPOSE,)),
+            certificate("alice", keys["alice"], T0),
+        ],
+    )
+    agent = Agent(ssh_agent.sock)
+    now = T0 + 2 * HOUR
+    chosen = agent_signer_for(agent, authority, "alice", now)
+    assert chosen is not None and chosen.public_key == keys["alice"].public_key
+    keeper = agent_signer_for(agent, authority, "alice", now, (CHECKPOINT_PURPOSE,))
+    assert keeper is not None and keeper.public_key == keys["keeper"].public_key
+    assert agent_signer_for(agent, authority, "carol", now, (SIGN,)) is None
