@@ -4,7 +4,7 @@ of an attestation, a checkpoint and a trust root that each must be checked on it
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,8 @@ from stopline.trust.documents import ATTESTATION, CERTIFICATE, CHECKPOINT_PURPOS
 from stopline.trust.keys import KeySigner
 
 from .certkit import ALICE, HOUR, OTHER, ROOT, TRUST, certificate, revocation, signed_at
+
+SECOND = timedelta(seconds=1)
 
 
 def held(authority: Authority, at: datetime) -> set[str]:
@@ -38,7 +40,7 @@ def test_a_certificate_holds_from_its_issue_to_just_before_its_end() -> None:
         TRUST, [certificate("alice", ALICE, T0), revocation("alice", T0 + HOUR)]
     )
     (cert,) = revoked.history
-    assert cert.valid_at(T0 + HOUR - HOUR / 3600) and not cert.valid_at(T0 + HOUR)
+    assert cert.valid_at(T0 + HOUR - SECOND) and not cert.valid_at(T0 + HOUR)
 
     again = Authority.build(
         TRUST,
@@ -46,7 +48,7 @@ def test_a_certificate_holds_from_its_issue_to_just_before_its_end() -> None:
     )
     first, second = again.history
     assert first.superseded_at == T0 + HOUR
-    assert first.valid_at(T0 + HOUR - HOUR / 3600) and not first.valid_at(T0 + HOUR)
+    assert first.valid_at(T0 + HOUR - SECOND) and not first.valid_at(T0 + HOUR)
     assert second.valid_at(T0 + HOUR)
     assert again.roles_at("alice", T0 + HOUR) == {"viewer"}
 

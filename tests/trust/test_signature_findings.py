@@ -165,7 +165,7 @@ def test_a_completed_record_stays_good_after_its_signers_key_is_revoked() -> Non
     """Signed while alice's key held and revoked since: a record that no longer acts is judged
     as of when it was signed, one that may still act is not."""
     revoked = Authority.build(
-        TRUST, [certificate("alice", ALICE, T0), revocation("alice", T0 + 90 * HOUR / 60)]
+        TRUST, [certificate("alice", ALICE, T0), revocation("alice", T0 + HOUR + HOUR / 2)]
     )
     entry = {"actor": "alice", "role": "approver"}
     signed = {**entry, "attestation": attestation("approve", {"proposal": "d1"})}
