@@ -154,7 +154,9 @@ def http_app(desk_of: Callable[[str], AgentDesk], authenticate: Callable[[str], 
             actor = await anyio.to_thread.run_sync(authenticate, token.strip())
         if actor is None or not actor.active or AGENT not in actor.roles:
             why = "an agent's API token is required (Authorization: Bearer TOKEN)"
-            if actor is not None:
+            if actor is not None and not actor.active:
+                why = f"{actor.name} is not an active actor"
+            elif actor is not None:
                 why = f"{actor.name} does not hold the {AGENT} role"
             response = JSONResponse({"error": "unauthorized", "detail": why}, status_code=401)
             await response(scope, receive, send)
