@@ -115,7 +115,11 @@ DIGEST = Field("d", Type.TEXT, "", KEY)
         (COMMANDS["reject"].fields[2], "yes", "return must be true or false"),
         (COMMANDS["edit"].fields[0], [1], "params must be a JSON object"),
         (COMMANDS["resume"].fields[1], True, "attempts must be an integer"),
-        (COMMANDS["resume"].fields[1], 2**31, "attempts must be an integer"),
+        (
+            COMMANDS["resume"].fields[1],
+            2**31,
+            f"attempts must be an integer from {-(2**31)} to {2**31 - 1}",
+        ),
         (COMMANDS["resume"].fields[1], -(2**31), None),
         (COMMANDS["revise"].fields[1], [], "artifacts must be a list of 1 to 100 keys"),
         (COMMANDS["revise"].fields[1], ["a"] * 101, "artifacts must be a list of 1 to 100 keys"),

@@ -146,7 +146,10 @@ def check_value(field: Field, value: Any, label: str = "") -> list[str]:
         ok = isinstance(value, int) and not isinstance(value, bool)
         low = INT_MIN if limits.minimum is None else limits.minimum
         high = INT_MAX if limits.maximum is None else limits.maximum
-        problem = None if ok and low <= value <= high else f"{name} must be an integer"
+        if not ok:
+            problem = f"{name} must be an integer"
+        elif not low <= value <= high:
+            problem = f"{name} must be an integer from {low} to {high}"
     elif field.type is Type.KEYS:
         high = limits.max_items if limits.max_items is not None else MAX_KEYS
         if not isinstance(value, list) or not limits.min_items <= len(value) <= high:
