@@ -131,23 +131,16 @@ def test_an_applied_approval_and_its_replay_explain_nothing(controller: Controll
 def test_a_replay_of_an_idempotent_command_explains_nothing(controller: Controller) -> None:
     """The same key given again returns the first decision, not a refusal to explain."""
     options = RunOptions(idempotency_key="close-once")
-    first = perform(
-        controller,
-        COMMANDS["close"],
-        CHECKOUT,
-        actor="carol",
-        fields={"reason": "r"},
-        options=options,
-    )
+
+    def close() -> Any:
+        fields = {"reason": "r"}
+        return perform(
+            controller, COMMANDS["close"], CHECKOUT, actor="carol", fields=fields, options=options
+        )
+
+    first = close()
     assert first.decision is not None and first.decision.outcome is Outcome.APPLIED
-    again = perform(
-        controller,
-        COMMANDS["close"],
-        CHECKOUT,
-        actor="carol",
-        fields={"reason": "r"},
-        options=options,
-    )
+    again = close()
     assert again.decision is not None and "idempotent_replay" in again.decision.reasons
     assert again.explanation.sentences == ()
 
