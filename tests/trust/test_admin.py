@@ -1,17 +1,16 @@
 """The registry changes a trust root signs (``trust/admin.py``): certifying a key, revoking one
 and rotating an actor's keys, written to a real store and read back as a host in signed mode
-reads them. Each test was missing while a mutant of the module passed the others."""
+reads them, on both stores (the ``store`` fixture). Each test was missing while a mutant of
+the module passed the others."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from stopline.core.names import InvalidName
-from stopline.store import Store, open_store
+from stopline.store import Store
 from stopline.trust.admin import AdminError, certify, revoke, rotate
 from stopline.trust.authority import Authority, Trust
 from stopline.trust.documents import SIGN
@@ -22,15 +21,6 @@ ROOT, K1, K2, K3 = (KeySigner.generate() for _ in range(4))
 TRUST = Trust((ROOT.public_key,))
 NOW = datetime(2026, 12, 4, 12, tzinfo=UTC)
 HOUR = timedelta(hours=1)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = open_store(f"sqlite:///{tmp_path / 'admin.db'}")
-    try:
-        yield opened
-    finally:
-        opened.close()
 
 
 def authority(store: Store) -> Authority:
