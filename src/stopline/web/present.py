@@ -167,7 +167,7 @@ def artifact_rows(view: Mapping[str, Any]) -> list[dict[str, Any]]:
         diff = []
         if m and m.get("fields"):
             for name in m["fields"]:
-                intended = a.get(name) if name != "assets" else a.get("assets")
+                intended = a.get(name)
                 diff.append(
                     {
                         "field": name,
