@@ -164,7 +164,8 @@ def _command(entry: Entry) -> dict[str, Any]:
             f"{WHO[entry.roles]}. Same command layer as `stopline {entry.name}`.",
             "parameters": [ITEM_PARAM, IDEMPOTENCY_PARAM] if entry.idempotent else [ITEM_PARAM],
             "requestBody": {
-                "required": bool(entry.fields),
+                # no body is no fields (api.parse_json): optional fields alone need none
+                "required": any(field.required for field in entry.fields),
                 "content": {"application/json": {"schema": body_schema(entry)}},
             },
             "responses": {
