@@ -126,6 +126,11 @@ def http_markdown() -> str:
         " [cli.md](cli.md#reason-codes). A digest may be sent as a prefix of at least"
         f" {MIN_PREFIX} characters that names exactly one digest the item holds.",
         "",
+        "A command's body is a JSON object of its fields; no body at all is the same as `{}`,"
+        " so a command whose fields are all optional (`acknowledge`, `finalize`) may be sent"
+        " without one. The OpenAPI document (`GET /openapi.json`) gives each parameter's"
+        " bounds as the server keeps them.",
+        "",
         "### Who wrote a command",
         "",
         'Every command that names an actor takes an optional `author` object: `{"kind":'
