@@ -46,7 +46,7 @@ def vault_base(
 
         def drop() -> None:
             for name in [*made, base_name]:
-                server.drop(name)
+                server.discard(name)
 
     vault = Vault(root, url)
     try:
