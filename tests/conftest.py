@@ -2,8 +2,8 @@
 
 PostgreSQL comes from ``STOPLINE_TEST_POSTGRES_URL`` (default: the local server, user
 ``postgres``). Once per test session (per xdist worker) a uniquely named template database is
-created and migrated; every test gets its own copy (``CREATE DATABASE ... TEMPLATE``), dropped
-afterwards. If the server is unreachable the PostgreSQL tests are skipped, with the reason in
+created and migrated; every test gets its own copy (``CREATE DATABASE ... TEMPLATE``, made
+ahead while the test before runs), dropped afterwards (on a thread of its own). If the server is unreachable the PostgreSQL tests are skipped, with the reason in
 the summary, unless ``STOPLINE_REQUIRE_POSTGRES=1`` makes that a failure.
 """
 
@@ -15,7 +15,8 @@ import os
 import queue
 import secrets
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
@@ -77,7 +78,9 @@ class PostgresServer:
         self.url = url
         self.admin = admin  # an autocommit psycopg connection to the maintenance database
         self.template = self._name("tpl")
-        self._dropper: _Dropper | None = None
+        self._dropper: _AdminThread | None = None  # drops databases no test uses any more
+        self._spares: _AdminThread | None = None  # makes the next copy of the template
+        self._spare: Future[str] | None = None
         self.admin.execute(f'CREATE DATABASE "{self.template}"')
         try:
             open_store(self.url_for(self.template)).close()  # migrates
@@ -93,10 +96,26 @@ class PostgresServer:
         return urlsplit(self.url)._replace(path=f"/{database}").geturl()
 
     def create(self, *, migrated: bool = True) -> str:
-        """A new database (a copy of the migrated template, or empty); returns its name."""
+        """A new database (a copy of the migrated template, or empty); returns its name. A
+        copy of the template is made ahead, on a thread of its own, while the test that takes
+        the one before runs."""
+        if not migrated:
+            name = self._name("t")
+            self.admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "template0"')
+            return name
+        if self._spares is None:
+            self._spares = _AdminThread(self.url)
+        spare, self._spare = self._spare, None
+        name = spare.result() if spare is not None else self._copy_now()
+        self._spare = self._spares.run(self._copy_sql, self._name("t"))
+        return name
+
+    def _copy_sql(self, name: str) -> str:
+        return f'CREATE DATABASE "{name}" TEMPLATE "{self.template}"'
+
+    def _copy_now(self) -> str:
         name = self._name("t")
-        source = self.template if migrated else "template0"
-        self.admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{source}"')
+        self.admin.execute(self._copy_sql(name))
         return name
 
     def drop(self, database: str) -> None:
@@ -104,46 +123,62 @@ class PostgresServer:
         self.admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
     def discard(self, database: str) -> None:
-        """Drop a database no one will use again, on the dropper's thread: a drop waits on
-        the disk (about a fifth of a second here), and the next test need not wait for it."""
+        """Drop a database no one will use again, on a thread of its own: a drop waits on the
+        disk (about a fifth of a second here), and the next test need not wait for it."""
         if self._dropper is None:
-            self._dropper = _Dropper(self.url)
-        self._dropper.drop(database)
+            self._dropper = _AdminThread(self.url)
+        self._dropper.run(_drop_sql, database)
 
     def close(self) -> None:
+        """Every database made ahead or discarded is gone before the session ends; a
+        statement of those threads that failed fails the session's end."""
         try:
-            if self._dropper is not None:
-                self._dropper.close()  # every database discarded is gone before the session ends
+            if self._spare is not None:
+                self.discard(self._spare.result())
+            for thread in (self._spares, self._dropper):
+                if thread is not None:
+                    thread.close()
         finally:
             self.drop(self.template)
             self.admin.close()
 
 
-class _Dropper:
-    """One thread, with a connection of its own, that drops the databases handed to it in
-    order; a drop that failed fails the session's end."""
+def _drop_sql(database: str) -> str:
+    return f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)'
+
+
+class _AdminThread:
+    """One thread, with an autocommit connection of its own, that runs the statements handed
+    to it in order: ``run(sql_for, name)`` runs ``sql_for(name)`` and its future gives
+    ``name`` once that statement has run (or its error)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.queue: queue.Queue[str | None] = queue.Queue()
+        self.queue: queue.Queue[tuple[str, str, Future[str]] | None] = queue.Queue()
         self.errors: list[str] = []
-        self.thread = threading.Thread(target=self._run, name="database-dropper", daemon=True)
+        self.thread = threading.Thread(target=self._run, name="test-databases", daemon=True)
         self.thread.start()
 
-    def drop(self, database: str) -> None:
-        self.queue.put(database)
+    def run(self, sql_for: Callable[[str], str], name: str) -> Future[str]:
+        done: Future[str] = Future()
+        self.queue.put((sql_for(name), name, done))
+        return done
 
     def _run(self) -> None:
+        import psycopg
+
         admin = None
-        while (database := self.queue.get()) is not None:
+        while (job := self.queue.get()) is not None:
+            statement, name, done = job
             try:
                 if admin is None:
-                    import psycopg
-
                     admin = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
-                admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+                admin.execute(statement)
             except Exception as error:
-                self.errors.append(f"{database}: {error}")
+                self.errors.append(f"{statement}: {error}")
+                done.set_exception(error)
+            else:
+                done.set_result(name)
         if admin is not None:
             admin.close()
 
@@ -151,7 +186,7 @@ class _Dropper:
         self.queue.put(None)
         self.thread.join()
         if self.errors:
-            raise RuntimeError(f"databases left behind: {'; '.join(self.errors)}")
+            raise RuntimeError(f"statements on test databases failed: {'; '.join(self.errors)}")
 
 
 def _unavailable(message: str) -> NoReturn:
