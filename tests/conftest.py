@@ -3,8 +3,9 @@
 PostgreSQL comes from ``STOPLINE_TEST_POSTGRES_URL`` (default: the local server, user
 ``postgres``). Once per test session (per xdist worker) a uniquely named template database is
 created and migrated; every test gets its own copy (``CREATE DATABASE ... TEMPLATE``, made
-ahead while the test before runs), dropped afterwards (on a thread of its own). If the server is unreachable the PostgreSQL tests are skipped, with the reason in
-the summary, unless ``STOPLINE_REQUIRE_POSTGRES=1`` makes that a failure.
+ahead while the test before runs), dropped afterwards (on a thread of its own). If the server
+is unreachable the PostgreSQL tests are skipped, with the reason in the summary, unless
+``STOPLINE_REQUIRE_POSTGRES=1`` makes that a failure.
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ class PostgresServer:
 
     def drop(self, database: str) -> None:
         """Drop a database, ending any session still connected to it."""
-        self.admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        self.admin.execute(_drop_sql(database))
 
     def discard(self, database: str) -> None:
         """Drop a database no one will use again, on a thread of its own: a drop waits on the
