@@ -128,3 +128,41 @@ def test_any_cut_or_changed_event_is_found(histories: Any, data: st.DataObject) 
         expected = REWRITE
     found = compare(taken, {**histories, item_id: events}, [], [])
     assert reasons(found) == [("item", item_id, expected)]
+
+
+def test_an_item_without_events_has_no_head() -> None:
+    """An item whose history reads empty is left out of a checkpoint (it has no head to keep)."""
+    assert heads({"itm_a": {1: "a1"}, "itm_e": {}}, [], [])["items"] == {
+        "itm_a": {"seq": 1, "hash": "a1"}
+    }
+
+
+def test_the_recorded_event_deleted_under_later_ones_is_a_rollback() -> None:
+    """The event the checkpoint saw is gone while later events were written after it: named,
+    never read as a history that only grew."""
+    gapped = {**ITEMS, "itm_a": {1: "a1", 2: "a2", 4: "a4", 5: "a5"}}
+    assert reasons(compare(TAKEN, gapped, LEDGER, REGISTRY)) == [("item", "itm_a", ROLLBACK)]
+
+
+def test_a_chain_of_one_entry_rewritten_is_found() -> None:
+    taken = body({}, ["l1"], ["r1"])
+    assert reasons(compare(taken, {}, ["zz"], ["r1"])) == [("ledger", "1", REWRITE)]
+    assert reasons(compare(taken, {}, ["l1"], ["zz", "r2"])) == [("registry", "1", REWRITE)]
+    assert reasons(compare(taken, {}, [], ["r1"])) == [("ledger", "1", ROLLBACK)]
+
+
+def test_each_malformed_part_of_a_body_is_refused() -> None:
+    """Another version, an item head at event 0 or with a hash that is not text, a chain head
+    whose hash is not text, items that are not an object: each is malformed, and nothing is
+    compared (no store is read for it)."""
+    broken: list[dict[str, Any]] = [
+        {**TAKEN, "v": VERSION + 1},
+        {**TAKEN, "items": {"itm_a": {"seq": 0, "hash": "a0"}}},
+        {**TAKEN, "items": {"itm_a": {"seq": 1, "hash": 1}}},
+        {**TAKEN, "registry": {"n": 2, "hash": None}},
+        {**TAKEN, "items": []},
+        {**TAKEN, "items": [["itm_a", {"seq": 1, "hash": "a1"}]]},
+    ]
+    for checkpoint in broken:
+        found = compare(checkpoint, ITEMS, LEDGER, REGISTRY)
+        assert [f.reason for f in found] == [MALFORMED], checkpoint
