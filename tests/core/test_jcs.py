@@ -404,3 +404,27 @@ def test_documented_vectors_hold(source: str, text: str, sha: str) -> None:
     assert canonical_json(value) == text == jcs(value)
     assert digest(value) == sha == hashlib.sha256(text.encode("utf-8")).hexdigest()
     assert fast_digest(value) == sha
+
+
+def test_a_digest_matches_only_whole() -> None:
+    """A digest that shares a prefix with the value's digest, in either form, does not match:
+    the whole 64 characters are compared (an identifier cut from a digest is compared by its
+    own rule, ``digest_forms``)."""
+    value = {"action": "restart", "n": 1.0}
+    for made in (digest(value), legacy_digest(value)):
+        assert digest_matches(value, made)
+        assert not digest_matches(value, made[:16] + "0" * 48)
+        assert not digest_matches(value, made[:63] + ("0" if made[63] != "0" else "1"))
+        assert not digest_matches(value, made[:16])
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_the_legacy_form_has_no_text_for_what_json_cannot_hold(bad: float) -> None:
+    """NaN and the infinities had no digest before RFC 8785 either: no legacy digest is made
+    of them, so none can match."""
+    with pytest.raises(ValueError):
+        legacy_digest({"x": bad})
+    with pytest.raises(ValueError):
+        legacy_fast_digest({"x": bad})
+    assert digest_forms({"x": bad}) == ()
+    assert not digest_matches({"x": bad}, hashlib.sha256(b'{"x":NaN}').hexdigest())
