@@ -13,6 +13,7 @@ import psycopg_pool.pool
 import pytest
 
 from helpers import T0, decide_at, discover
+from proc import wait_for
 from stopline.core.commands import Failure, NeedsEyes
 from stopline.store import open_store, raw
 from stopline.store.pg_wakeups import CHANNEL
@@ -207,3 +208,47 @@ def test_claim_uses_the_due_index_at_scale(pg: PostgresStore) -> None:
     assert "items_due" in plan, plan
     claimed = pg.claim("w", T0 + 50000 * S, 30)
     assert claimed is not None and claimed.id == "bulk-10"
+
+
+def test_a_registry_change_waits_for_the_lock_of_its_ledger_shard(
+    pg: PostgresStore, postgres_server: Any
+) -> None:
+    """A registry change appends its ledger entry under the lock of the registry's shard, which
+    items hashed to that shard share: while another session holds that lock, the change waits
+    (it never reads the shard's last entry beside an append that has not committed)."""
+    from stopline.core.ledger import REGISTRY, shard_of
+    from stopline.core.records import Actor
+    from stopline.verification import verify_store
+
+    holder = psycopg.connect(pg.url)  # a transaction open until rollback
+    try:
+        holder.execute(
+            "SELECT pg_advisory_xact_lock(hashtext('stopline.ledger'), %s)", (shard_of(REGISTRY),)
+        )
+        done = threading.Event()
+
+        def change() -> None:
+            pg.set_actor(Actor("alice", frozenset({"approver"})), "add", {}, T0)
+            done.set()
+
+        writer = threading.Thread(target=change, daemon=True)
+        writer.start()
+        dbname = pg.url.rsplit("/", 1)[1]
+
+        def waiting() -> bool:
+            rows = postgres_server.admin.execute(
+                "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database"
+                " WHERE l.locktype = 'advisory' AND NOT l.granted AND d.datname = %s",
+                (dbname,),
+            ).fetchone()
+            return bool(rows and rows[0])
+
+        # the change is seen waiting for the lock, or it ends without ever taking it
+        wait_for(lambda: waiting() or done.is_set(), 120, "the registry change to wait")
+        assert not done.is_set(), "the registry change appended without the shard's lock"
+        holder.rollback()
+        writer.join(60)
+        assert done.is_set()
+    finally:
+        holder.close()
+    assert verify_store(pg).findings == []
