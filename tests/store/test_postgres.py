@@ -15,10 +15,13 @@ import pytest
 from helpers import T0, decide_at, discover
 from proc import wait_for
 from stopline.core.commands import Failure, NeedsEyes
+from stopline.core.ledger import REGISTRY, shard_of
+from stopline.core.records import Actor
 from stopline.store import open_store, raw
 from stopline.store.pg_wakeups import CHANNEL
 from stopline.store.postgres import PostgresStore
 from stopline.store.queries import migrations
+from stopline.verification import verify_store
 
 S = timedelta(seconds=1)
 
@@ -216,10 +219,6 @@ def test_a_registry_change_waits_for_the_lock_of_its_ledger_shard(
     """A registry change appends its ledger entry under the lock of the registry's shard, which
     items hashed to that shard share: while another session holds that lock, the change waits
     (it never reads the shard's last entry beside an append that has not committed)."""
-    from stopline.core.ledger import REGISTRY, shard_of
-    from stopline.core.records import Actor
-    from stopline.verification import verify_store
-
     holder = psycopg.connect(pg.url)  # a transaction open until rollback
     try:
         holder.execute(
