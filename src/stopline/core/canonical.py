@@ -51,7 +51,10 @@ class CanonicalError(ValueError):
 
 def format_time(value: datetime) -> str:
     """RFC 3339 UTC with microseconds, the one time format of stopline."""
-    if type(value) is datetime:  # a subclass may define equality its own way: never cached
+    # Only a UTC time of the class itself is cached: a subclass may define equality its own way,
+    # and two times in a zone with daylight saving compare (and hash) equal across a fold
+    # (01:30 before and after the clocks go back) though they are an hour apart.
+    if value.tzinfo is UTC and type(value) is datetime:
         return _format_remembered(value)
     return _format_time(value)
 

@@ -39,7 +39,8 @@ EMPTY_MAP: Mapping[str, Any] = FrozenDict()
 
 
 def freeze(value: Any) -> Any:
-    """A deeply read-only copy: mappings become :class:`FrozenDict`, lists become tuples."""
+    """A deeply read-only copy: mappings become :class:`FrozenDict`, lists become tuples. A
+    :class:`FrozenDict` is taken as it is: every one stopline makes holds frozen values."""
     kind = type(value)
     if kind in _SCALARS or value is None:  # the common leaves, without an ABC check
         return value
