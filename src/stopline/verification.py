@@ -15,6 +15,7 @@ consistent by someone who recomputes every hash (see docs/security.md).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -74,8 +75,8 @@ def policy_findings(item: Item, policy: Policy | None, now: datetime) -> list[Fi
     if policy is None:
         return []
     found = []
-    proposal = item.doc("proposal")
-    if proposal is not None and proposal.get("policy_version") in policy.approval.versions:
+    proposal = item.doc("proposal")  # not an object: a malformed record, reported by verify_item
+    if isinstance(proposal, Mapping) and proposal.get("policy_version") in policy.approval.versions:
         different = rule_differences(proposal, policy.approval.rule(str(proposal.get("action"))))
         if different:
             found.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .canonical import digest, format_time
@@ -19,8 +20,13 @@ def _reason_required(reason: str) -> list[str]:
 
 
 def _voided(item: Item) -> list[str]:
+    """Whose approvals the move voids. A record edited to a shape no write makes is still
+    closed (its findings kept): of its approvals, those that name an actor are listed."""
     proposal = item.doc("proposal")
-    return [a["actor"] for a in proposal["approvals"]] if proposal else []
+    approvals = proposal.get("approvals") if isinstance(proposal, Mapping) else None
+    if not isinstance(approvals, list | tuple):
+        return []
+    return [a["actor"] for a in approvals if isinstance(a, Mapping) and type(a.get("actor")) is str]
 
 
 def decide_reinspect(item: Item, command: Reinspect, ctx: Context) -> Decision:

@@ -11,7 +11,7 @@ from typing import Any
 
 from . import severity
 from .canonical import format_time
-from .integrity import APPROVAL_UNRECORDED, Finding, author_findings
+from .integrity import APPROVAL_UNRECORDED, RECORD_MALFORMED, Finding, author_findings
 from .records import Event, Item
 from .transitions import Cmd, lookup
 
@@ -105,13 +105,19 @@ def approval_findings(item: Item, events: Iterable[Event]) -> list[Finding]:
     proposal = item.doc("proposal")
     if not proposal:
         return []
+    # a row edited to a shape no write makes is reported, never raised on
+    if not isinstance(proposal, Mapping):
+        return [Finding("item", item.id, "proposal", RECORD_MALFORMED, "not an object")]
+    approvals = proposal.get("approvals", ())
+    if not isinstance(approvals, list | tuple):
+        return [Finding("item", item.id, "proposal.approvals", RECORD_MALFORMED, "not a list")]
     recorded = {
         (e.actor, str(e.digests.get("proposal")), format_time(e.at))
         for e in events
         if e.command == Cmd.APPROVE.value
     }
     found = []
-    for approval in proposal.get("approvals", ()):
+    for approval in approvals:
         try:
             key = (approval["actor"], approval["digest"], approval["at"])
         except (KeyError, TypeError):
@@ -138,12 +144,22 @@ def incidents(item: Item, events: Iterable[Event]) -> list[dict[str, Any]]:
             "seq": e.seq,
             "command": e.command,
             "at": format_time(e.at),
-            "findings": [dict(f) for f in e.detail.get("findings", ())]
-            or [dict(f) for f in e.detail.get("integrity_findings", ())],
+            "findings": _as_recorded(e.detail.get("findings"))
+            or _as_recorded(e.detail.get("integrity_findings")),
         }
         for e in events
         if INCIDENT in e.reasons
     ]
+
+
+def _as_recorded(entries: Any) -> list[dict[str, Any]]:
+    """An incident's findings as its event holds them; an entry edited into anything but an
+    object is shown as its text (a report of a store is never cut short by what it reports)."""
+    if entries is None:
+        return []
+    if not isinstance(entries, list | tuple):
+        entries = [entries]
+    return [dict(f) if isinstance(f, Mapping) else {"detail": str(f)[:200]} for f in entries]
 
 
 def key_digest(key: str) -> str:
@@ -220,9 +236,13 @@ def _decision_matches(decision: Any, event: Event) -> bool:
 
 def entered_at(item: Item, events: Sequence[Event]) -> datetime:
     """When ``item`` entered its current state: the time of its last event that changed the
-    state (creation included), else its creation time."""
-    moves = [e.at for e in events if e.from_state is None or e.from_state != e.to_state]
-    return max(moves) if moves else item.created_at
+    state (creation included), else its creation time. Last in the history's order, as every
+    write sets it, not the latest time: event times are each writer's clock, and a clock that
+    stepped back must not read as an edited row."""
+    for event in reversed(events):
+        if event.from_state is None or event.from_state != event.to_state:
+            return event.at
+    return item.created_at
 
 
 def stop_key_findings(
