@@ -16,6 +16,12 @@ from .core.states import State
 
 Actors = Mapping[str, Actor]
 
+# What reading a record edited by SQL into a shape no write makes can raise. A view of one
+# such record says so and shows it as stored (its integrity findings say what is wrong); it
+# never takes down a listing of every other item, nor the notifier.
+SHAPE_ERRORS = (AttributeError, IndexError, KeyError, TypeError, ValueError)
+MALFORMED = "its record is malformed (stopline verify names what is wrong)"
+
 
 def proposal_view(
     proposal: Mapping[str, Any] | None, actors: Actors | None = None
@@ -39,7 +45,10 @@ def outlook(item: Item, actors: Actors | None) -> Outlook | None:
     proposal = item.doc("proposal")
     if actors is None or proposal is None or item.state is not State.AWAITING_APPROVAL:
         return None
-    return approval_outlook(proposal, actors)
+    try:
+        return approval_outlook(proposal, actors)
+    except SHAPE_ERRORS:
+        return None
 
 
 def artifact_view(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -83,9 +92,15 @@ def integrity_view(findings: Sequence[Finding]) -> dict[str, Any]:
 
 def item_view(item: Item, actors: Actors | None = None) -> dict[str, Any]:
     """The ``stopline show --json`` object (docs/cli.md); with the registry ``actors``, the
-    proposal carries its ``outlook``."""
-    d = item.data
-    revision = d.get("revision")
+    proposal carries its ``outlook``. A malformed record: :func:`stored_view`."""
+    try:
+        return _item_view(item, actors)
+    except SHAPE_ERRORS:
+        return stored_view(item)
+
+
+def _columns(item: Item) -> dict[str, Any]:
+    """What the item row's own typed columns say (never malformed: the store reads them)."""
     return {
         **identity(item),
         "history_length": item.seq,
@@ -95,9 +110,7 @@ def item_view(item: Item, actors: Actors | None = None) -> dict[str, Any]:
         "attempts": item.attempts,
         "max_attempts": item.max_attempts,
         "next_eligible_at": format_time(item.next_eligible_at),
-        "account": to_plain(d.get("account")),
         "attempt_log": to_plain(list(item.attempt_log)),
-        "grants": to_plain(d.get("grants", [])),
         "lease": None
         if item.lease_owner is None
         else {
@@ -106,6 +119,37 @@ def item_view(item: Item, actors: Actors | None = None) -> dict[str, Any]:
             "expires_at": format_time(item.lease_expires_at) if item.lease_expires_at else None,
         },
         "fencing_token": item.lease_token,
+    }
+
+
+NO_DOCUMENTS: dict[str, Any] = {
+    **dict.fromkeys(
+        (
+            "account", "input", "evidence", "classification", "proposal", "previous_proposal",
+            "rejection", "report", "exception", "corrective_input", "review_packet", "review",
+            "publication", "revision", "result", "closure", "failure",
+        )
+    ),
+    "grants": [],
+    "severity": "normal",
+    "artifacts": [],
+    "delivery_seq": 0,
+}  # fmt: skip
+
+
+def stored_view(item: Item) -> dict[str, Any]:
+    """A record the views cannot read: its columns, every document empty, ``malformed``, and
+    its ``data`` as stored."""
+    return {**_columns(item), **NO_DOCUMENTS, "malformed": True, "data": to_plain(item.data)}
+
+
+def _item_view(item: Item, actors: Actors | None) -> dict[str, Any]:
+    d = item.data
+    revision = d.get("revision")
+    return {
+        **_columns(item),
+        "account": to_plain(d.get("account")),
+        "grants": to_plain(d.get("grants", [])),
         "input": to_plain(d.get("input")),
         "evidence": to_plain(d.get("evidence")),
         "classification": to_plain(d.get("classification")),
@@ -150,7 +194,7 @@ def summary_view(item: Item, actors: Actors | None = None) -> dict[str, Any]:
         "max_attempts": item.max_attempts,
         "updated_at": format_time(item.updated_at),
         "next_eligible_at": format_time(item.next_eligible_at),
-        "proposal_digest": proposal["digest"] if proposal else None,
+        "proposal_digest": proposal.get("digest") if isinstance(proposal, Mapping) else None,
         "why": why(item, actors),
         "next": next_commands(item),
         "approvable": None if seen is None else seen.satisfiable,
@@ -164,6 +208,13 @@ def event_view(event: Event) -> dict[str, Any]:
 def why(item: Item, actors: Actors | None = None) -> str:
     """One line: why the item is where it is (with the registry ``actors``, a proposal that
     can never get its approvals says so)."""
+    try:
+        return _why(item, actors)
+    except SHAPE_ERRORS:
+        return MALFORMED
+
+
+def _why(item: Item, actors: Actors | None) -> str:
     d = item.data
     state = item.state
     agent = d.get("agent")  # an item an AI agent started (docs/agents.md)
@@ -209,5 +260,9 @@ def why(item: Item, actors: Actors | None = None) -> str:
 
 
 def next_commands(item: Item) -> list[str]:
-    """The commands a person would type next (ACTOR and REASON to fill in), from the table."""
-    return hints(item)
+    """The commands a person would type next (ACTOR and REASON to fill in), from the table;
+    none for a malformed record (``stopline show`` names the way out, ``close``)."""
+    try:
+        return hints(item)
+    except SHAPE_ERRORS:
+        return []

@@ -22,6 +22,7 @@ from stopline.core.integrity import RECORD_MALFORMED
 from stopline.core.verify import INCIDENT, entered_at
 from stopline.store import Store
 from stopline.verification import verify_store
+from stopline.views import MALFORMED
 
 from .attacker import Attacker
 from .lab import Vault
@@ -91,6 +92,15 @@ def test_a_proposal_edited_into_another_shape_is_reported_and_can_be_closed(
     found = {(f["ref"], f["field"], f["reason"]) for f in report["findings"]}
     item_id = vault.item("pay-waiting").id
     assert (item_id, field, RECORD_MALFORMED) in found, report["findings"]
+    # the record is shown as stored, and the listing of every other item still works
+    shown = vault.cli_json("show", "vault/pay-waiting")
+    assert shown["integrity"]["ok"] is False
+    assert "proposal" in shown["data"]
+    assert "data, as stored:" in vault.cli("show", "vault/pay-waiting", ok=(0,)).stdout
+    listed = {row["key"]: row for row in vault.cli_json("items")["items"]}
+    why = listed["pay-waiting"]["why"]
+    assert why == MALFORMED or why.endswith("needs approval (1 of 1)"), why  # an object: 1
+    assert len(listed) > 1
     close = ("close", "vault/pay-waiting", "--actor", "alice", "--reason", "cannot trust it")
     answer = vault.cli_json(*close, ok=(0,))
     assert (answer["decision"], answer["state"]) == ("applied", "closed")

@@ -6,15 +6,20 @@ mutant of the module passed them)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from core.helpers import Harness
 from stopline.core.commands import Edit
+from stopline.core.frozen import freeze, thaw
 from stopline.core.integrity import Finding
 from stopline.core.records import Event
 from stopline.core.transitions import Cmd
 from stopline.web.forms import pretty
+from stopline.web.page import ENV
 from stopline.web.present import (
     age_text,
     artifact_rows,
@@ -248,3 +253,40 @@ def test_the_item_page_shows_the_change_from_the_previous_proposal() -> None:
     page = _page(h, "alice")
     assert page["params"] == [("grace", "30")]
     assert [change["field"] for change in page["diff"]] == ["params.grace"]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"approvals": 5},
+        {"approvals": None},
+        {"approvals": [1, "x", {"actor": 5}]},
+        {"proposal": "a list"},
+    ],
+    ids=["a-number", "null", "junk-entries", "proposal-a-list"],
+)
+def test_a_record_edited_into_another_shape_is_shown_as_stored_with_only_close(
+    edit: dict[str, Any],
+) -> None:
+    """A proposal edited by SQL into a shape no write makes: the page renders (its findings,
+    its data as stored) and offers Close alone, instead of failing with a 500."""
+    h = Harness()
+    h.to_awaiting()
+    data = thaw(h.it.data)
+    if "proposal" in edit:
+        data["proposal"] = [data["proposal"]]
+    else:
+        data["proposal"].update(edit)
+    h.item = replace(h.it, data=freeze(data))
+    finding = Finding("item", h.it.id, "proposal", "record_malformed", "not a list")
+    page = _page(h, "olivia", findings=[finding])
+    assert [form.name for form in page["actions"]] == ["close"]
+    html = ENV.get_template("item.html").render(
+        csrf="t", actor=h.actors["olivia"], via="session", read_only=False, proxy_header=None,
+        mode="plain", speaks_as=None, refusal=None, problems=[], filters_query="", flash=None,
+        **page,
+    )  # fmt: skip
+    assert 'data-testid="integrity-failed"' in html
+    assert 'data-testid="close-form"' in html or ">Close<" in html
+    if page["item"].get("malformed"):
+        assert 'data-testid="stored-data"' in html

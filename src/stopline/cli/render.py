@@ -124,6 +124,16 @@ def _proposal_lines(p: Mapping[str, Any], now: datetime) -> list[str]:
 def show_text(view: Mapping[str, Any], now: datetime, why: str = "") -> str:
     """``stopline show`` for a person: what applies to the item's state, and nothing else."""
     state = view["state"]
+    if view.get("malformed"):  # a record edited into a shape no write makes: as stored
+        return "\n".join(
+            [
+                f"{view['id']}  {view['automation']}/{view['key']}",
+                f"state:     {state} ({view['state_class']}), {view['history_length']} events",
+                f"why:       {why}" if why else "",
+                "data, as stored:",
+                "           " + _json(view["data"]),
+            ]
+        )
     out = [
         f"{view['id']}  {view['automation']}/{view['key']}",
         f"state:     {state} ({view['state_class']}) since {view['updated_at']}"

@@ -14,8 +14,10 @@ from ..commands.fields import Field, Type
 from ..commands.table import exposed
 from ..core.policy import Policy
 from ..core.records import Actor, Item
-from ..core.rights import rights
+from ..core.rights import verdict
 from ..core.step import Context
+from ..core.transitions import Cmd
+from ..views import SHAPE_ERRORS
 
 
 def pretty(value: Any) -> str:
@@ -78,11 +80,14 @@ def approve_effect(item: Item) -> str:
 
 
 def approved_by(item: Item, actor: str) -> bool:
-    """Whether ``actor`` has approved the item's current proposal."""
+    """Whether ``actor`` has approved the item's current proposal (not of a malformed one)."""
     p = item.doc("proposal")
-    return p is not None and any(
-        a["actor"] == actor and a["digest"] == p["digest"] for a in p["approvals"]
-    )
+    try:
+        return p is not None and any(
+            a["actor"] == actor and a["digest"] == p["digest"] for a in p["approvals"]
+        )
+    except SHAPE_ERRORS:
+        return False
 
 
 def form_field(entry: Entry, spec: Field, item: Item) -> FormField | None:
@@ -123,20 +128,30 @@ def action_form(entry: Entry, item: Item) -> ActionForm:
 
 
 def action_forms(
-    item: Item, actor: Actor | None, policy: Policy | None, now: datetime
+    item: Item,
+    actor: Actor | None,
+    policy: Policy | None,
+    now: datetime,
+    only: frozenset[str] | None = None,
 ) -> list[ActionForm]:
-    """The forms of every web command ``actor`` may run on ``item`` now (the core's rights).
-    Approve is left out once ``actor`` has approved the current proposal (approving again
-    would change nothing)."""
+    """The forms of every web command (or of those named ``only``) ``actor`` may run on
+    ``item`` now (the core's rights). Approve is left out once ``actor`` has approved the
+    current proposal (approving again would change nothing). A form that cannot be read off
+    a record edited into a shape no write makes is not offered."""
     if actor is None or not actor.active:
         return []
-    allowed = rights(item, actor.name, Context(now, policy, {actor.name: actor}))
+    ctx = Context(now, policy, {actor.name: actor})
     forms = []
     for entry in exposed(Shell.WEB):
-        if entry.name == "approve" and approved_by(item, actor.name):
+        if only is not None and entry.name not in only:
             continue
-        if allowed[entry.name].allowed and entry.fillable(item):
-            forms.append(action_form(entry, item))
+        try:
+            if entry.name == "approve" and approved_by(item, actor.name):
+                continue
+            if verdict(item, Cmd(entry.name), actor.name, ctx).allowed and entry.fillable(item):
+                forms.append(action_form(entry, item))
+        except SHAPE_ERRORS:
+            continue
     return forms
 
 

@@ -245,9 +245,8 @@ def item_page(
     """The item page's model (``since``: when the item entered its current state; with
     ``findings`` against its history, only Close: the way out of a record nobody can trust)."""
     view = item_view(item, actors)
-    actions = [] if read_only or not may_command else action_forms(item, actor, policy, now)
-    if findings:
-        actions = [form for form in actions if form.name == "close"]
+    only = frozenset({"close"}) if findings else None
+    actions = [] if read_only or not may_command else action_forms(item, actor, policy, now, only)
     return {
         "item": view,
         "integrity": integrity_view(findings),
