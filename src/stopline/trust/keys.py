@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
@@ -109,6 +109,11 @@ class KeySigner:
                 key = serialization.load_pem_private_key(data, secret)
         except (ValueError, TypeError) as exc:
             raise KeyError_(f"{path}: unreadable private key ({exc})") from exc
+        except UnsupportedAlgorithm as exc:  # an OpenSSH key's passphrase needs bcrypt
+            raise KeyError_(
+                f"{path}: a passphrase of this key format cannot be used here ({exc}); add "
+                f"the key to ssh-agent (ssh-add {path}) and pass its public key"
+            ) from exc
         if not isinstance(key, Ed25519PrivateKey):
             raise KeyError_(f"{path}: only Ed25519 keys are accepted")
         return cls(key)

@@ -33,7 +33,11 @@ def load_signer(
     ``passphrase(path)`` is asked for a protected key (``None``: do not ask)."""
     text = spec.strip()
     if text.startswith(KEY_TYPE + " "):
-        return _in_agent(PublicKey.parse(text), agent, text[:40])
+        try:
+            public = PublicKey.parse(text)
+        except KeyError_ as exc:
+            raise SigningError(f"{text[:40]}: not a readable ssh-ed25519 public key") from exc
+        return _in_agent(public, agent, text[:40])
     path = Path(text).expanduser()
     try:
         data = path.read_bytes()
