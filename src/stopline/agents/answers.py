@@ -11,6 +11,7 @@ from ..core.canonical import CanonicalError, digest, format_time, to_plain
 from ..core.reason_meanings import MEANINGS
 from ..core.records import Item
 from ..core.states import State
+from ..views import SHAPE_ERRORS
 
 
 class AgentError(Exception):
@@ -41,10 +42,16 @@ def refusal(reasons: list[str], *sentences: str, **data: Any) -> Answer:
 
 
 def agent_view(item: Item) -> dict[str, Any]:
-    """What an agent sees of its item."""
-    d = item.data
-    proposal = d.get("proposal")
-    view: dict[str, Any] = {
+    """What an agent sees of its item. A record edited into a shape no write makes: what names
+    it, ``malformed``, and no document read off it."""
+    try:
+        return _agent_view(item)
+    except SHAPE_ERRORS:
+        return {**_names(item), "digest": None, "proposal": None, "malformed": True}
+
+
+def _names(item: Item) -> dict[str, Any]:
+    return {
         "item": item.id,
         "ref": f"{item.automation}/{item.key}",
         "automation": item.automation,
@@ -53,6 +60,14 @@ def agent_view(item: Item) -> dict[str, Any]:
         "attempts": item.attempts,
         "max_attempts": item.max_attempts,
         "next_eligible_at": format_time(item.next_eligible_at),
+    }
+
+
+def _agent_view(item: Item) -> dict[str, Any]:
+    d = item.data
+    proposal = d.get("proposal")
+    view: dict[str, Any] = {
+        **_names(item),
         "digest": None if proposal is None else proposal["digest"],
         "proposal": None
         if proposal is None
