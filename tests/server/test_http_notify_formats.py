@@ -225,6 +225,33 @@ def test_the_stop_of_an_item_that_does_not_verify_is_sent_to_nobody(
     assert row.status == FAILED and "does not verify" in (row.last_error or "")
 
 
+def test_the_stop_of_an_item_whose_proposal_was_edited_into_another_shape_is_sent_to_nobody(
+    demo_url: str, receiver: Receiver
+) -> None:
+    """A waiting proposal's ``approvals`` made a number by SQL: the check before sending
+    reports it (it used to raise, and the notifier stopped), the message fails for good saying
+    why, and every other stop goes out."""
+    item_id = _an_item(demo_url, "awaiting_approval")
+    store = open_store(demo_url)
+    try:
+        item = store.get(item_id)
+        assert item is not None
+        ref = f"{item.automation}/{item.key}"
+    finally:
+        store.close()
+    attacker = Attacker(demo_url)
+    try:
+        data = attacker.data(ref)
+        data["proposal"]["approvals"] = 5
+        attacker.put_data(ref, data)
+    finally:
+        attacker.close()
+    notify_pending(demo_url, settings({"*": [receiver.url]}))
+    assert receiver.count() == 6 and item_id not in str(receiver.received)
+    [row] = _outbox(demo_url, item_id)
+    assert row.status == FAILED and "does not verify" in (row.last_error or "")
+
+
 CASES = {  # what a forged row names: (its event number, what the refusal says)
     "event-0": (0, "has no event"),
     "past-the-last": (99, "has no event"),
