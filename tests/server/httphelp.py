@@ -1,5 +1,6 @@
 """Helpers of the HTTP suite: the one launcher of a real ``stopline serve`` and its handle,
-signing in like a browser, and the "nothing was written" check."""
+signing in like a browser, the "nothing was written" check, and an item page rendered
+without a server."""
 
 from __future__ import annotations
 
@@ -154,3 +155,13 @@ def bulk(browser: httpx.Client, **data: Any) -> httpx.Response:
     """The inbox's bulk form, posted with the inbox page's CSRF token."""
     page = browser.get("/inbox").text
     return browser.post("/inbox/bulk", data={"csrf": csrf_of(page), **data})
+
+
+def item_html(page: dict[str, Any], actor: Any) -> str:
+    """The item page's template rendered from ``present.item_page``'s model, no server."""
+    from stopline.web.page import ENV
+
+    return ENV.get_template("item.html").render(
+        csrf="t", actor=actor, via="session", read_only=False, proxy_header=None, mode="plain",
+        speaks_as=None, refusal=None, problems=[], filters_query="", flash=None, **page,
+    )  # fmt: skip

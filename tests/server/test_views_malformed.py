@@ -17,8 +17,9 @@ from stopline.core.frozen import freeze, thaw
 from stopline.core.integrity import Finding
 from stopline.views import MALFORMED, item_view, next_commands, summary_view, why
 from stopline.web.forms import action_forms, approved_by
-from stopline.web.page import ENV
 from stopline.web.present import item_page
+
+from .httphelp import item_html
 
 
 def as_list(proposal: dict[str, Any]) -> Any:
@@ -151,21 +152,13 @@ def test_the_item_page_of_a_malformed_record_shows_its_data_as_stored() -> None:
     )
     assert page["why"] == MALFORMED and page["approved_by_me"] is False
     assert [f.name for f in page["actions"]] == ["close"]
-    html = ENV.get_template("item.html").render(
-        csrf="t", actor=h.actors["olivia"], via="session", read_only=False, proxy_header=None,
-        mode="plain", speaks_as=None, refusal=None, problems=[], filters_query="", flash=None,
-        **page,
-    )  # fmt: skip
+    html = item_html(page, h.actors["olivia"])
     assert 'data-testid="stored-data"' in html
     assert "Its data, as stored" in html and str(h.it.data["proposal"][0]["action"]) in html
     sound = Harness()
     sound.to_awaiting()
     page = item_page(sound.it, [], sound.now, None, sound.policy, False, True, sound.actors)
-    html = ENV.get_template("item.html").render(
-        csrf="t", actor=None, via="session", read_only=False, proxy_header=None,
-        mode="plain", speaks_as=None, refusal=None, problems=[], filters_query="", flash=None,
-        **page,
-    )  # fmt: skip
+    html = item_html(page, None)
     assert 'data-testid="stored-data"' not in html
 
 

@@ -19,7 +19,6 @@ from stopline.core.integrity import Finding
 from stopline.core.records import Event
 from stopline.core.transitions import Cmd
 from stopline.web.forms import pretty
-from stopline.web.page import ENV
 from stopline.web.present import (
     age_text,
     artifact_rows,
@@ -31,6 +30,8 @@ from stopline.web.present import (
     proposal_diff,
     timeline,
 )
+
+from .httphelp import item_html
 
 
 def test_an_age_is_written_in_the_largest_unit_that_fits() -> None:
@@ -281,11 +282,7 @@ def test_a_record_edited_into_another_shape_is_shown_as_stored_with_only_close(
     finding = Finding("item", h.it.id, "proposal", "record_malformed", "not a list")
     page = _page(h, "olivia", findings=[finding])
     assert [form.name for form in page["actions"]] == ["close"]
-    html = ENV.get_template("item.html").render(
-        csrf="t", actor=h.actors["olivia"], via="session", read_only=False, proxy_header=None,
-        mode="plain", speaks_as=None, refusal=None, problems=[], filters_query="", flash=None,
-        **page,
-    )  # fmt: skip
+    html = item_html(page, h.actors["olivia"])
     assert 'data-testid="integrity-failed"' in html
     assert 'data-testid="close-form"' in html or ">Close<" in html
     if page["item"].get("malformed"):
