@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from .commands.hints import next_commands as hints
@@ -11,15 +12,14 @@ from .core.approval_outlook import Outlook, approval_outlook
 from .core.artifact_records import readback_verified
 from .core.canonical import format_time, to_plain
 from .core.integrity import Finding
-from .core.records import Actor, Event, Item
+from .core.records import EMPTY, SHAPE_ERRORS, Actor, Event, Item
 from .core.states import State
 
 Actors = Mapping[str, Actor]
 
-# What reading a record edited by SQL into a shape no write makes can raise. A view of one
-# such record says so and shows it as stored (its integrity findings say what is wrong); it
-# never takes down a listing of every other item, nor the notifier.
-SHAPE_ERRORS = (AttributeError, IndexError, KeyError, TypeError, ValueError)
+# A view of a record edited into a shape no write makes (``SHAPE_ERRORS``) says so and shows
+# it as stored (its integrity findings say what is wrong); it never takes down a listing of
+# every other item, nor the notifier.
 MALFORMED = "its record is malformed (stopline verify names what is wrong)"
 
 
@@ -99,8 +99,16 @@ def item_view(item: Item, actors: Actors | None = None) -> dict[str, Any]:
         return stored_view(item)
 
 
-def _columns(item: Item) -> dict[str, Any]:
-    """What the item row's own typed columns say (never malformed: the store reads them)."""
+def stored_view(item: Item) -> dict[str, Any]:
+    """A record the views cannot read: what its columns say with every document empty (the
+    view of the same row holding no data), ``malformed``, and its ``data`` as stored."""
+    empty = _item_view(replace(item, data=EMPTY), None)
+    return {**empty, "malformed": True, "data": to_plain(item.data)}
+
+
+def _item_view(item: Item, actors: Actors | None) -> dict[str, Any]:
+    d = item.data
+    revision = d.get("revision")
     return {
         **identity(item),
         "history_length": item.seq,
@@ -110,7 +118,9 @@ def _columns(item: Item) -> dict[str, Any]:
         "attempts": item.attempts,
         "max_attempts": item.max_attempts,
         "next_eligible_at": format_time(item.next_eligible_at),
+        "account": to_plain(d.get("account")),
         "attempt_log": to_plain(list(item.attempt_log)),
+        "grants": to_plain(d.get("grants", [])),
         "lease": None
         if item.lease_owner is None
         else {
@@ -119,37 +129,6 @@ def _columns(item: Item) -> dict[str, Any]:
             "expires_at": format_time(item.lease_expires_at) if item.lease_expires_at else None,
         },
         "fencing_token": item.lease_token,
-    }
-
-
-NO_DOCUMENTS: dict[str, Any] = {
-    **dict.fromkeys(
-        (
-            "account", "input", "evidence", "classification", "proposal", "previous_proposal",
-            "rejection", "report", "exception", "corrective_input", "review_packet", "review",
-            "publication", "revision", "result", "closure", "failure",
-        )
-    ),
-    "grants": [],
-    "severity": "normal",
-    "artifacts": [],
-    "delivery_seq": 0,
-}  # fmt: skip
-
-
-def stored_view(item: Item) -> dict[str, Any]:
-    """A record the views cannot read: its columns, every document empty, ``malformed``, and
-    its ``data`` as stored."""
-    return {**_columns(item), **NO_DOCUMENTS, "malformed": True, "data": to_plain(item.data)}
-
-
-def _item_view(item: Item, actors: Actors | None) -> dict[str, Any]:
-    d = item.data
-    revision = d.get("revision")
-    return {
-        **_columns(item),
-        "account": to_plain(d.get("account")),
-        "grants": to_plain(d.get("grants", [])),
         "input": to_plain(d.get("input")),
         "evidence": to_plain(d.get("evidence")),
         "classification": to_plain(d.get("classification")),

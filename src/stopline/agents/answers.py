@@ -9,9 +9,8 @@ from typing import Any
 
 from ..core.canonical import CanonicalError, digest, format_time, to_plain
 from ..core.reason_meanings import MEANINGS
-from ..core.records import Item
+from ..core.records import SHAPE_ERRORS, Item
 from ..core.states import State
-from ..views import SHAPE_ERRORS
 
 
 class AgentError(Exception):

@@ -22,6 +22,10 @@ from .states import State
 
 EMPTY: Mapping[str, Any] = FrozenDict()
 
+# What reading an item's documents can raise when a row was edited by SQL into a shape no
+# write makes: a reader that shows such a record catches these, never a rule that acts on it.
+SHAPE_ERRORS = (AttributeError, IndexError, KeyError, TypeError, ValueError)
+
 
 @dataclass(frozen=True)
 class Item:

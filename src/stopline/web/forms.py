@@ -13,11 +13,10 @@ from ..commands.entry import Entry, Shell
 from ..commands.fields import Field, Type
 from ..commands.table import exposed
 from ..core.policy import Policy
-from ..core.records import Actor, Item
+from ..core.records import SHAPE_ERRORS, Actor, Item
 from ..core.rights import verdict
 from ..core.step import Context
 from ..core.transitions import Cmd
-from ..views import SHAPE_ERRORS
 
 
 def pretty(value: Any) -> str:
