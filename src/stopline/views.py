@@ -238,10 +238,11 @@ def _why(item: Item, actors: Actors | None) -> str:
     return ""
 
 
-def next_commands(item: Item) -> list[str]:
+def next_commands(item: Item, findings: Sequence[Finding] = ()) -> list[str]:
     """The commands a person would type next (ACTOR and REASON to fill in), from the table;
+    with the record's integrity ``findings`` (``Controller.record_findings``), only ``close``;
     none for a malformed record (``stopline show`` names the way out, ``close``)."""
     try:
-        return hints(item)
+        return hints(item, sound=not findings)
     except SHAPE_ERRORS:
         return []

@@ -106,3 +106,26 @@ def test_a_proposal_edited_into_another_shape_is_reported_and_can_be_closed(
     assert (answer["decision"], answer["state"]) == ("applied", "closed")
     assert answer["reasons"] == [INCIDENT]
     assert vault.states()["pay-waiting"] == "closed"
+
+
+def test_a_record_not_as_sealed_is_offered_close_alone(
+    vault_copy: Callable[[str], Vault],
+) -> None:
+    """A proposal edited by SQL (no approval needed any more): ``show`` and a refused command
+    suggest ``close`` alone, the one command such a record takes; before, they went on
+    suggesting ``approve``, which is refused ``integrity_failed``."""
+    vault = vault_copy("unsealed")
+    before = vault.cli("show", "vault/pay-waiting", ok=(0,)).stdout
+    assert "stopline approve " in before and "stopline close " not in before
+    malformed(vault, lambda data: data["proposal"].update(required_approvals=0))
+    shown = vault.cli("show", "vault/pay-waiting", ok=(0,)).stdout
+    hints = shown.split("\nnext:\n", 1)[1].splitlines()
+    offered = [line.split()[1] for line in hints if line.startswith("  stopline ")]
+    assert offered == ["close"], shown
+    digest = vault.cli_json("show", "vault/pay-waiting")["proposal"]["digest"]
+    approve = ("approve", "vault/pay-waiting", "--actor", "bob", "--proposal", digest)
+    refused = vault.cli(*approve, ok=(3,)).stdout
+    assert "integrity_failed" in refused
+    hints = refused.split("\nnext:\n", 1)[1].splitlines()
+    assert [line.split()[1] for line in hints if line.startswith("  stopline ")] == ["close"]
+    assert vault.states()["pay-waiting"] == "awaiting_approval"

@@ -41,7 +41,8 @@ class Out:
                 # never an invitation to approve a digest nobody has read
                 text += f"\nnext: read the current proposal first: stopline show {item.id}"
             elif item is not None:
-                hints = next_commands(item)
+                findings = controller.record_findings(item)
+                hints = next_commands(item, findings)
                 if hints:
                     text += "\nnext:\n  " + "\n  ".join(hints)
         self.doc(done.to_plain(), text)

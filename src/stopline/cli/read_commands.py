@@ -84,7 +84,7 @@ def cmd_show(args: argparse.Namespace, store: Store, out: Out) -> int:
     notes = render.note_views(store.history(item.id))
     if notes:
         text += "\n" + "\n".join(render.notes_text(notes, controller.clock()))
-    hints = next_commands(item)
+    hints = next_commands(item, findings)
     if hints:
         text += "\nnext:\n  " + "\n  ".join(hints)
     trust = host_trust()  # signed mode is the host's, never the database's

@@ -13,6 +13,7 @@ import shlex
 
 from ..core.records import Item
 from ..core.rights import state_reasons
+from ..core.transitions import Cmd
 from .entry import Entry, Shell
 from .fields import Field, Type
 from .table import exposed
@@ -51,10 +52,13 @@ def hint(entry: Entry, item: Item) -> str:
     return " ".join(words)
 
 
-def next_commands(item: Item) -> list[str]:
-    """The commands a person would type next (ACTOR and what they must say to fill in)."""
+def next_commands(item: Item, *, sound: bool = True) -> list[str]:
+    """The commands a person would type next (ACTOR and what they must say to fill in). Of a
+    record that is not what its history sealed (``sound=False``), only ``close``: every other
+    command on it is refused ``integrity_failed``."""
     out = []
     for entry in exposed(Shell.CLI):
-        if entry.suggest and not state_reasons(item, entry.cmd) and entry.fillable(item):
+        wanted = entry.suggest if sound else entry.cmd is Cmd.CLOSE
+        if wanted and not state_reasons(item, entry.cmd) and entry.fillable(item):
             out.append(hint(entry, item))
     return out
