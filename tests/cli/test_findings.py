@@ -105,6 +105,30 @@ def test_3_a_discovery_that_raises_makes_run_exit_non_zero(tmp_path: Path) -> No
     assert "discovery of broken raised RuntimeError: inventory API down" in done.stdout
 
 
+def test_3_a_discovery_that_never_returns_makes_run_exit_non_zero(tmp_path: Path) -> None:
+    """A discovery past its `hook_timeout` is abandoned: `run --once` ends, exits 4 and names
+    it (before, it had no time limit and `run` waited for it as long as it held on)."""
+    write_app(
+        tmp_path,
+        "stuck",
+        """
+        import threading
+        from stopline import App, Automation, Evidence, NeedsEyes
+
+        def discover(ctx):
+            threading.Event().wait(600)
+            return ["never"]
+
+        app = App([Automation("stuck", discover, lambda c: Evidence({}), lambda c: NeedsEyes("x"),
+                              hook_timeout=0.5)])
+        """,
+    )
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    done = stopline("run", "stuck:app", "--once", "--linger", "0", "--db", url, cwd=tmp_path)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "discovery of stuck ran past its hook_timeout of 0.5 s" in done.stdout
+
+
 def test_3_an_async_generator_hook_is_refused_when_the_app_loads(tmp_path: Path) -> None:
     """An `async def` hook that yields (a generator, not one outcome) is exit 2 at load time,
     naming the hook; nothing runs."""

@@ -28,9 +28,9 @@ from stopline.runtime.group_commit import GroupCommitter
 from stopline.runtime.hooks import (
     HookRunner,
     HookTimeout,
-    call_blocking,
     event_loop,
     is_async,
+    list_discovered,
 )
 from stopline.runtime.lease import LeaseHolder, Renewer
 from stopline.runtime.slots import Slots
@@ -110,7 +110,7 @@ def test_an_async_hook_past_its_time_is_cancelled_and_its_answer_dropped() -> No
     assert cancelled.wait(60) and runner.abandoned == 1
 
 
-def test_call_blocking_runs_plain_async_and_async_generator_discovery() -> None:
+def test_discovery_of_every_kind_is_listed_to_its_end() -> None:
     async def gen(n: int) -> Any:
         for i in range(n):
             yield f"k{i}"
@@ -118,9 +118,14 @@ def test_call_blocking_runs_plain_async_and_async_generator_discovery() -> None:
     async def coro(n: int) -> list[str]:
         return [f"k{i}" for i in range(n)]
 
-    assert call_blocking(lambda n: [n], 2) == [2]
-    assert call_blocking(coro, 2) == ["k0", "k1"]
-    assert call_blocking(gen, 3) == ["k0", "k1", "k2"]
+    def plain(n: int) -> Any:
+        yield from (f"p{i}" for i in range(n))
+
+    runner = HookRunner()
+    assert list_discovered(runner, lambda n: [n], 2, 30) == ([2], None)
+    assert list_discovered(runner, coro, 2, 30) == (["k0", "k1"], None)
+    assert list_discovered(runner, gen, 3, 30) == (["k0", "k1", "k2"], None)
+    assert list_discovered(runner, plain, 2, 30) == (["p0", "p1"], None)
     assert event_loop().is_running()
 
 

@@ -27,7 +27,7 @@ import logging
 import queue
 import threading
 import traceback
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +89,7 @@ def is_async(function: Any) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
+HELD_AFTER = 1.0  # seconds a loop may take to run a no-op once a hook on it ran past its time
 _loop: asyncio.AbstractEventLoop | None = None
 _loop_thread: threading.Thread | None = None
 _loop_lock = threading.Lock()
@@ -96,7 +97,7 @@ _loop_lock = threading.Lock()
 
 def event_loop() -> asyncio.AbstractEventLoop:
     """The event loop every ``async`` hook of this process runs on (a daemon thread, started
-    on first use)."""
+    on first use, and again after a hook held the last one: :func:`_retire_if_held`)."""
     global _loop, _loop_thread
     with _loop_lock:
         if _loop is None or _loop_thread is None or not _loop_thread.is_alive():
@@ -108,23 +109,63 @@ def event_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
-async def _collect(iterable: Any) -> list[Any]:
-    return [entry async for entry in iterable]
+def _retire_if_held(loop: asyncio.AbstractEventLoop) -> None:
+    """After a hook on ``loop`` ran past its time: a loop that cannot run a no-op within
+    ``HELD_AFTER`` seconds is held by a hook that blocks its thread (a blocking call inside an
+    ``async def``), and every later hook sent to it would time out too. Later hooks get a new
+    loop; this one ends once its last task has, and its thread with it (a thread left behind,
+    as a plain hook's is)."""
+    global _loop, _loop_thread
+    if _loop is not loop:
+        return  # retired already
+    try:
+        asyncio.run_coroutine_threadsafe(asyncio.sleep(0), loop).result(HELD_AFTER)
+        return
+    except concurrent.futures.TimeoutError:
+        pass
+    with _loop_lock:
+        if _loop is not loop:
+            return
+        _loop = _loop_thread = None
+    log.error("an async hook holds the event loop's thread; later async hooks get a new loop")
+    asyncio.run_coroutine_threadsafe(_end_when_idle(), loop)
 
 
-def call_blocking(function: Callable[..., Any], *args: Any) -> Any:
-    """Call ``function`` on this thread, or, when it is ``async``, on the hooks' event loop and
-    wait for its result (an async generator is read to its end). Raises what it raises."""
-    if inspect.isasyncgenfunction(function):
-        work: Coroutine[Any, Any, Any] = _collect(function(*args))
-    elif is_async(function):
-        work = function(*args)
+async def _end_when_idle() -> None:
+    me = asyncio.current_task()
+    while others := {t for t in asyncio.all_tasks() if t is not me}:
+        await asyncio.wait(others)
+    asyncio.get_running_loop().stop()
+
+
+def list_discovered(
+    runner: HookRunner, discover: Callable[..., Any], ctx: Any, timeout: float
+) -> tuple[list[Any] | None, BaseException | None]:
+    """What a discovery hook lists, read to its end within ``timeout`` seconds (a plain
+    generator on the hook's thread, an ``async`` one on the event loop), as
+    :meth:`HookRunner.run` answers: ``(entries, None)`` or ``(None, what it raised)``; raises
+    :class:`HookTimeout` past its time."""
+    call: Callable[[Any], Any]
+    if inspect.isasyncgenfunction(discover):
+
+        async def listed_async_gen(c: Any) -> list[Any]:
+            return [entry async for entry in discover(c)]
+
+        call = listed_async_gen
+    elif is_async(discover):
+
+        async def listed_async(c: Any) -> list[Any]:
+            return list(await discover(c))
+
+        call = listed_async
     else:
-        return function(*args)
-    output, error = asyncio.run_coroutine_threadsafe(_guarded(work), event_loop()).result()
-    if error is not None:
-        raise error
-    return output
+
+        def listed(c: Any) -> list[Any]:
+            return list(discover(c))
+
+        call = listed
+    entries, error = runner.run(call, (ctx,), timeout)
+    return (None, error) if error is not None else (entries, None)
 
 
 class HookRunner:
@@ -194,8 +235,9 @@ class HookRunner:
     def _run_async(
         self, function: Callable[..., Any], args: tuple[Any, ...], timeout: float
     ) -> tuple[Any, BaseException | None]:
+        loop = event_loop()
         try:
-            future = asyncio.run_coroutine_threadsafe(_guarded(function(*args)), event_loop())
+            future = asyncio.run_coroutine_threadsafe(_guarded(function(*args)), loop)
         except BaseException as error:  # raised before the coroutine ever ran
             return None, error
         try:
@@ -203,6 +245,7 @@ class HookRunner:
         except concurrent.futures.TimeoutError:  # the hook's own are in its result
             future.cancel()  # the task is cancelled; whatever it returns is dropped
             self.abandoned += 1
+            _retire_if_held(loop)
             raise HookTimeout from None
         except BaseException as error:  # cancelled from outside
             return None, error

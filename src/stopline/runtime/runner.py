@@ -180,7 +180,7 @@ def _run(
         if isinstance(exc, Stopped):
             return summary
         raise
-    scheduler = Scheduler(store, app, reconnect=reconnect)
+    scheduler = Scheduler(store, app, reconnect=reconnect, failures=failures)
     ctx = multiprocessing.get_context("spawn")
     queue: multiprocessing.Queue[tuple[int, int, list[str]]] = ctx.Queue()
     children = []

@@ -20,6 +20,7 @@ from typing import Any
 from ..clock import utcnow
 from ..core.commands import Discover
 from ..core.decide import decide
+from ..core.failures import HOOK_TIMEOUT
 from ..core.names import ACTOR, AUTOMATION, ROLE, InvalidName, lookalike, require_normal
 from ..core.records import Actor
 from ..core.step import Context
@@ -27,8 +28,9 @@ from ..store import Store
 from .automation import App, Automation, Discovered, HookContext
 from .commit import Committed, commit
 from .hook_output import limit_violations
-from .hooks import call_blocking
+from .hooks import HookRunner, HookTimeout, describe, list_discovered
 from .retrying import Reconnect
+from .watch import HookFailures
 
 log = logging.getLogger("stopline.scheduler")
 MAX_KEY = 200
@@ -45,6 +47,7 @@ class Fired:
     new: int = 0
     existing: int = 0
     rejected: int = 0
+    failure: str | None = None  # the hook raised (its class) or ran past its time (hook_timeout)
 
 
 class Scheduler:
@@ -55,11 +58,16 @@ class Scheduler:
         *,
         clock: Callable[[], datetime] = utcnow,
         reconnect: Reconnect | None = None,
+        failures: HookFailures | None = None,
     ) -> None:
+        """``failures``: where a discovery past its time is counted (``stopline run`` exits 4;
+        one that raised is counted by the hook's own wrapper, ``watch.py``)."""
+        self.failures = failures
         self.store = store
         self.app = app
         self.clock = clock
         self.reconnect = reconnect or Reconnect()
+        self.hooks = HookRunner()  # discovery runs off this thread, within its hook_timeout
 
     def register(self) -> None:
         """Store each automation's policy (CLI commands read it) and seed declared actors.
@@ -141,10 +149,25 @@ class Scheduler:
             logging.getLogger(f"stopline.automation.{automation.name}"),
             self.clock,
         )
+        limit = automation.hook_timeout
         try:
-            found = list(call_blocking(automation.discover, ctx))
-        except Exception:
-            log.exception("discovery of %s failed; nothing was written", automation.name)
+            found, error = list_discovered(self.hooks, automation.discover, ctx, limit)
+        except HookTimeout:
+            fired.failure = HOOK_TIMEOUT
+            line = f"discovery of {automation.name} ran past its hook_timeout of {limit:g} s"
+            log.error("%s and was abandoned; nothing was written", line)
+            if self.failures is not None:
+                self.failures.add(line)
+            return fired
+        if found is None:  # any exception, SystemExit included, is the hook's failure
+            fired.failure = type(error).__name__
+            log.error(
+                "discovery of %s failed (%s: %s); nothing was written",
+                automation.name,
+                fired.failure,
+                describe(error) if error is not None else "",
+                exc_info=error,
+            )
             return fired
         for entry in found:
             d = discovered(entry)
