@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.message import EmailMessage
+from functools import partial
 from http.client import HTTPException
 
 from ..clock import Clock, utcnow
@@ -140,6 +141,31 @@ def send_mail(
     return AttemptResult(250, None)
 
 
+def within(deadline: float, attempt: Callable[[], AttemptResult]) -> AttemptResult:
+    """``attempt()`` on a thread of its own, waited for at most ``deadline`` seconds. The
+    timeout of a connect or a read bounds each wait, not the whole: a receiver that answers a
+    byte at a time, each within it, would hold the notifier (and ``stopline run --once``,
+    which waits for its last round) for as long as it likes. Past the deadline the attempt is
+    a failure to retry, and its thread is left to end alone."""
+    done: list[AttemptResult] = []
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(attempt())
+        except BaseException as error:  # raised again on the notifier's thread
+            raised.append(error)
+
+    thread = threading.Thread(target=run, name="stopline-notify-send", daemon=True)
+    thread.start()
+    thread.join(deadline)
+    if raised:
+        raise raised[0]
+    if not done:
+        return AttemptResult(None, f"no whole answer within {deadline:g} s")
+    return done[0]
+
+
 @dataclass
 class Summary:
     enqueued: int = 0
@@ -199,9 +225,12 @@ class Notifier:
             smtp = self.settings.smtp
             address = mail_address(endpoint.url)
             assert smtp is not None and address is not None  # checked by the settings
-            return send_mail(smtp, address, subject, body.decode("utf-8"), message.id, timeout)
-        signed = webhooks.headers(endpoint.secret, message.id, now, body)
-        return post(endpoint.url, body, signed, timeout)
+            text = body.decode("utf-8")
+            attempt = partial(send_mail, smtp, address, subject, text, message.id, timeout)
+        else:
+            signed = webhooks.headers(endpoint.secret, message.id, now, body)
+            attempt = partial(post, endpoint.url, body, signed, timeout)
+        return within(self.settings.attempt_deadline, attempt)
 
     def enqueue(self, now: datetime) -> int:
         """Add a message per (new stop event, endpoint); returns how many were added."""

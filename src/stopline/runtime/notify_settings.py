@@ -310,8 +310,13 @@ class NotifySettings:
         return list(found.values())
 
     @property
+    def attempt_deadline(self) -> float:
+        """The most one attempt may take as a whole (its connect, its sending, its answer)."""
+        return 3 * self.timeout
+
+    @property
     def lease_seconds(self) -> float:
-        """How long a sender holds a message: well past one attempt's connect and read."""
+        """How long a sender holds a message: well past one attempt's deadline."""
         return 30.0 + 4 * self.timeout
 
     @classmethod

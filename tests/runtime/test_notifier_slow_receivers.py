@@ -1,0 +1,88 @@
+"""A webhook receiver that answers a byte at a time cannot hold the notifier.
+
+The timeout of a connect or a read bounds each wait for the receiver, not the attempt: a
+receiver that sends its answer slowly, each byte well within that timeout, kept one attempt
+(and the notifier's thread, and ``stopline run --once``, which waits for its last round)
+going for as long as it liked. An attempt now has a deadline as a whole (three times the
+timeout); past it the attempt is a failure to retry.
+
+The receiver here sends a byte every 50 ms for up to two minutes, so no wait for one byte
+comes near the timeout of 3 s however loaded the machine is.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from helpers import stop_in_exception
+from stopline.runtime.notifier import Notifier, NotifySettings
+from stopline.store import Store
+from webhook_receiver import SECRET
+
+TIMEOUT = 3.0
+DRIP = 0.05  # seconds between two bytes of the answer
+LONGEST = 120.0  # the receiver gives up after this long
+
+
+class Dripping:
+    """An HTTP server that reads a request and answers it one byte every ``DRIP`` seconds."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}/hook"
+        self.done = threading.Event()
+        self.requests = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self.done.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            self.requests += 1
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)  # the request (small: one message)
+            answer = b"HTTP/1.1 200 OK\r\n" + b"X-Slow: " + b"." * 100_000
+            for n in range(int(LONGEST / DRIP)):
+                if self.done.wait(DRIP):
+                    return
+                try:
+                    conn.sendall(answer[n : n + 1])
+                except OSError:
+                    return
+
+    def close(self) -> None:
+        self.done.set()
+        self.server.close()
+
+
+@pytest.fixture
+def dripping() -> Iterator[Dripping]:
+    server = Dripping()
+    yield server
+    server.close()
+
+
+def test_a_receiver_that_answers_a_byte_at_a_time_is_a_failed_attempt(
+    store: Store, dripping: Dripping
+) -> None:
+    settings = NotifySettings(
+        webhooks={"*": (dripping.url,)}, secret=SECRET, timeout=TIMEOUT, backfill=60.0
+    )
+    assert settings.attempt_deadline == 3 * TIMEOUT
+    stop_in_exception(store, "k", datetime.now(UTC) - timedelta(seconds=5))
+    summary = Notifier(store, settings).round()
+    assert (summary.enqueued, summary.retrying, summary.delivered) == (1, 1, 0)
+    assert dripping.requests == 1
+    [message] = store.outbox.notifications()
+    assert message.status == "pending"
+    assert message.last_error == f"no whole answer within {3 * TIMEOUT:g} s"
