@@ -15,6 +15,7 @@ import pytest
 from stopline.core.artifacts import Artifact, Asset
 from stopline.core.commands import Failure, NeedsEyes, Observe, Propose, QAResult, Report
 from stopline.runtime.automation import Automation, HookContext
+from stopline.runtime.hook_output import Unexpected
 from stopline.runtime.hooks import HookFailed, HookRunner, HookTimeout, call_hook, describe
 from stopline.runtime.outcome_table import Signature, command_for
 from stopline.runtime.outcomes import (
@@ -212,16 +213,19 @@ def test_an_output_out_of_shape_or_limits_is_invalid_output(
     assert problem in failed.message, failed.message
 
 
-def test_an_outcome_class_instead_of_an_outcome_is_passed_on_untouched() -> None:
+def test_an_outcome_class_instead_of_an_outcome_is_passed_on_by_its_type_name() -> None:
     """A hook that answers ``Evidence`` itself (the class): nothing of it is read as fields
-    (a class has no field values to read); what it is named by is left to the outcome table."""
-    assert call(lambda ctx: Evidence) is Evidence
+    (a class has no field values to read); the outcome table names it by its type."""
+    assert call(lambda ctx: Evidence) == Unexpected("type")
 
 
-def test_an_output_in_shape_and_limits_is_returned_as_it_is() -> None:
-    """Fine output passes through unchanged (the same object)."""
+def test_an_output_in_shape_and_limits_is_returned_as_an_equal_copy() -> None:
+    """Fine output passes on as an equal copy of exact built-in values, taken within the
+    hook's time: not the object the hook holds (and may go on changing)."""
     output = Evidence({"a": [1, 2.5, "x", None, True]}, observed_at=T0, classification="k")
-    assert call(lambda ctx: output) is output
+    copied = call(lambda ctx: output)
+    assert copied == output and copied is not output
+    assert type(copied.data) is dict and copied.data["a"] is not output.data["a"]
 
 
 @pytest.mark.parametrize(

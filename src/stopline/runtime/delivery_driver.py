@@ -56,6 +56,7 @@ from ..targets.base import (
     TargetError,
     VersionConflict,
 )
+from .hook_output import type_name
 from .hooks import HookFailed, describe
 from .lease import LeaseLost
 from .outcomes import Deliver, Fail, RetryLater, TransientError
@@ -188,7 +189,7 @@ def _revise_and_stage(step: Step) -> bool:
         step.fail(REVISE_HOOK, output.why)
         return False
     if not isinstance(output, list | tuple) or not all(isinstance(a, Artifact) for a in output):
-        why = f"the revise hook returned {type(output).__name__}, not a list of artifacts"
+        why = f"the revise hook returned {type_name(output)}, not a list of artifacts"
         step.fail(REVISE_HOOK, why)
         return False
     return _stage(step, "revise", output, {})

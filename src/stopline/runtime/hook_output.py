@@ -12,8 +12,8 @@ naming the field and the limit; nothing of it reaches a record.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import fields, is_dataclass
-from datetime import datetime
+from dataclasses import dataclass, fields, is_dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from ..core import limits, severity
@@ -124,3 +124,56 @@ def _fits(value: Any, allowed: tuple[type, ...]) -> bool:
     if isinstance(value, str | bytes) and not (str in allowed or bytes in allowed):
         return False
     return isinstance(value, allowed)
+
+
+@dataclass(frozen=True)
+class Unexpected:
+    """An output of no outcome type, by the name of its type (all the worker reads of it)."""
+
+    type_name: str
+
+
+def type_name(output: Any) -> str:
+    """The name of what a hook returned, as a message names it."""
+    return output.type_name if isinstance(output, Unexpected) else type(output).__name__
+
+
+def plain_copy(output: Any) -> Any:
+    """A copy of an output that passed :func:`problems`, made of the outcome types and exact
+    built-in values, taken while the hook's time runs (``hooks.call_hook``). What the worker
+    reads after that runs none of the hook's code: not a mapping whose ``len`` never returns,
+    not a string subclass, not a value the hook's thread goes on changing after the check."""
+    if isinstance(output, list | tuple):  # what a revise hook returns
+        return [plain_copy(member) for member in output]
+    base = next((t for t in type(output).__mro__ if t in SHAPES), None)
+    if base is None or not is_dataclass(output) or isinstance(output, type):
+        return Unexpected(str.__str__(type(output).__name__))
+    copied = {}
+    for f in fields(base):
+        value = getattr(output, f.name)
+        if (base, f.name) in MEMBERS:
+            copied[f.name] = tuple(plain_copy(member) for member in value)
+        else:
+            copied[f.name] = _plain(value)
+    return base(**copied)
+
+
+def _plain(value: Any) -> Any:
+    if value is None or value is True or value is False:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, datetime):
+        utc = value.astimezone(UTC)
+        return datetime(*utc.timetuple()[:6], utc.microsecond, tzinfo=UTC)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(memoryview(value))
+    if isinstance(value, Mapping):
+        return {str.__str__(key): _plain(member) for key, member in value.items()}
+    if isinstance(value, Sequence):
+        return [_plain(member) for member in value]
+    return _plain(value.to_plain())  # the limits took nothing else

@@ -280,16 +280,54 @@ def call_hook(
     late = None if on_timeout is None else lambda: on_timeout(timed_out(automation, name))
     try:
         with tracing.span("stopline.hook", hook=name, automation=automation.name):
-            output, error = runner.run(hook, (context, *args), limit, late)
+            output, error = runner.run(
+                _answered(hook, automation, name), (context, *args), limit, late
+            )
     except HookTimeout:
         return timed_out(automation, name)
-    if error is not None:
+    if error is not None:  # the hook could not even be called
         return classify(error, automation, name)
-    found = hook_output.problems(name, output)
-    if found:
-        why = f"the {name} hook's output was not recorded: " + "; ".join(found[:3])
-        return HookFailed(INVALID_OUTPUT, safe_text(why))
     return output
+
+
+def _answered(hook: Callable[..., Any], automation: Automation, name: str) -> Callable[..., Any]:
+    """``hook``, followed, within its time, by everything that runs code of the hook's: what
+    it raised described, or its output checked and copied (:func:`hook_output.plain_copy`).
+    A hook that returns a value whose methods never return, or raises an exception whose
+    ``__str__`` never does, is abandoned at its ``hook_timeout`` like one that never returns."""
+
+    def answer(output: Any) -> Any:
+        found = hook_output.problems(name, output)
+        if found:
+            why = f"the {name} hook's output was not recorded: " + "; ".join(found[:3])
+            return HookFailed(INVALID_OUTPUT, safe_text(why))
+        try:
+            return hook_output.plain_copy(output)
+        except Exception as error:  # a value that changed under the check, or that lied to it
+            why = f"the {name} hook's output could not be copied: {type(error).__name__}"
+            return HookFailed(INVALID_OUTPUT, safe_text(why))
+
+    if is_async(hook):
+
+        async def answered_async(*args: Any) -> Any:
+            try:
+                output = await hook(*args)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as error:  # a hook's SystemExit is its failure
+                return classify(error, automation, name)
+            return answer(output)
+
+        return answered_async
+
+    def answered(*args: Any) -> Any:
+        try:
+            output = hook(*args)
+        except BaseException as error:  # a hook's SystemExit is its failure, not the worker's
+            return classify(error, automation, name)
+        return answer(output)
+
+    return answered
 
 
 def timed_out(automation: Automation, name: str) -> HookFailed:

@@ -28,6 +28,7 @@ from typing import Any
 from ..core.commands import Command, Failure, Observe, Propose, Report
 from ..core.commands import NeedsEyes as NeedsEyesCommand
 from ..core.commands import NothingToDo as NothingToDoCommand
+from .hook_output import type_name
 from .hooks import HookFailed
 from .outcomes import (
     Evidence,
@@ -151,5 +152,5 @@ def command_for(hook: str, outcome: Any, signature: Signature) -> Command:
     if isinstance(outcome, MAY_RETURN[hook]):
         build = next(COMMANDS[t] for t in type(outcome).__mro__ if t in COMMANDS)
         return build(outcome, signature)
-    why = f"{hook} hook returned {type(outcome).__name__}, which it may not return"
+    why = f"{hook} hook returned {type_name(outcome)}, which it may not return"
     return NeedsEyesCommand(**signature.lease(), owner=OPERATORS, why=why)
