@@ -204,3 +204,29 @@ def test_a_worker_goes_on_with_its_async_hooks_after_one_held_the_loop(
     log = items["a"].attempt_log
     assert log[0]["class"] == HOOK_TIMEOUT, log
     release.set()
+
+
+def test_a_discovered_entry_whose_str_never_returns_is_abandoned_with_its_discovery(
+    store: Store, release: threading.Event
+) -> None:
+    """An entry is read (its key as text, its input checked and copied) within the discovery's
+    time: an entry whose ``__str__`` holds on is the discovery's timeout, not the scheduler's
+    hang."""
+
+    class Holds:
+        def __str__(self) -> str:
+            release.wait(HOLD)
+            return "late"
+
+    def stuck_entry(ctx: HookContext) -> list[Any]:
+        return ["first", Holds()]
+
+    def fine(ctx: HookContext) -> list[str]:
+        return ["a"]
+
+    assert fired(store, app_of(stuck=stuck_entry, fine=fine)) == {
+        "stuck": (0, HOOK_TIMEOUT),
+        "fine": (1, None),
+    }
+    assert [i.key for i in store.list_items()] == ["a"]  # nothing of the stuck discovery
+    release.set()

@@ -154,11 +154,12 @@ def plain_copy(output: Any) -> Any:
         if (base, f.name) in MEMBERS:
             copied[f.name] = tuple(plain_copy(member) for member in value)
         else:
-            copied[f.name] = _plain(value)
+            copied[f.name] = plain_value(value)
     return base(**copied)
 
 
-def _plain(value: Any) -> Any:
+def plain_value(value: Any) -> Any:
+    """A value within the limits as exact built-in values (see :func:`plain_copy`)."""
     if value is None or value is True or value is False:
         return value
     if isinstance(value, str):
@@ -173,7 +174,7 @@ def _plain(value: Any) -> Any:
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(memoryview(value))
     if isinstance(value, Mapping):
-        return {str.__str__(key): _plain(member) for key, member in value.items()}
+        return {str.__str__(key): plain_value(member) for key, member in value.items()}
     if isinstance(value, Sequence):
-        return [_plain(member) for member in value]
-    return _plain(value.to_plain())  # the limits took nothing else
+        return [plain_value(member) for member in value]
+    return plain_value(value.to_plain())  # the limits took nothing else

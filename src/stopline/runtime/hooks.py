@@ -139,29 +139,33 @@ async def _end_when_idle() -> None:
 
 
 def list_discovered(
-    runner: HookRunner, discover: Callable[..., Any], ctx: Any, timeout: float
+    runner: HookRunner,
+    discover: Callable[..., Any],
+    ctx: Any,
+    timeout: float,
+    each: Callable[[Any], Any] = lambda entry: entry,
 ) -> tuple[list[Any] | None, BaseException | None]:
-    """What a discovery hook lists, read to its end within ``timeout`` seconds (a plain
-    generator on the hook's thread, an ``async`` one on the event loop), as
-    :meth:`HookRunner.run` answers: ``(entries, None)`` or ``(None, what it raised)``; raises
-    :class:`HookTimeout` past its time."""
+    """What a discovery hook lists, read to its end and each entry passed through ``each``
+    within ``timeout`` seconds (a plain generator on the hook's thread, an ``async`` one on
+    the event loop), as :meth:`HookRunner.run` answers: ``(entries, None)`` or ``(None, what
+    it raised)``; raises :class:`HookTimeout` past its time."""
     call: Callable[[Any], Any]
     if inspect.isasyncgenfunction(discover):
 
         async def listed_async_gen(c: Any) -> list[Any]:
-            return [entry async for entry in discover(c)]
+            return [each(entry) async for entry in discover(c)]
 
         call = listed_async_gen
     elif is_async(discover):
 
         async def listed_async(c: Any) -> list[Any]:
-            return list(await discover(c))
+            return [each(entry) for entry in await discover(c)]
 
         call = listed_async
     else:
 
         def listed(c: Any) -> list[Any]:
-            return list(discover(c))
+            return [each(entry) for entry in discover(c)]
 
         call = listed
     entries, error = runner.run(call, (ctx,), timeout)

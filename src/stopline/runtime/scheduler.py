@@ -27,7 +27,7 @@ from ..core.step import Context
 from ..store import Store
 from .automation import App, Automation, Discovered, HookContext
 from .commit import Committed, commit
-from .hook_output import limit_violations
+from .hook_output import limit_violations, plain_value
 from .hooks import HookRunner, HookTimeout, describe, list_discovered
 from .retrying import Reconnect
 from .watch import HookFailures
@@ -151,7 +151,9 @@ class Scheduler:
         )
         limit = automation.hook_timeout
         try:
-            found, error = list_discovered(self.hooks, automation.discover, ctx, limit)
+            found, error = list_discovered(
+                self.hooks, automation.discover, ctx, limit, each=accepted
+            )
         except HookTimeout:
             fired.failure = HOOK_TIMEOUT
             line = f"discovery of {automation.name} ran past its hook_timeout of {limit:g} s"
@@ -169,15 +171,8 @@ class Scheduler:
                 exc_info=error,
             )
             return fired
-        for entry in found:
-            d = discovered(entry)
-            if (
-                d is None
-                or not d.key
-                or len(d.key) > MAX_KEY
-                or "\x00" in d.key
-                or outside_limits(d)
-            ):
+        for d in found:
+            if d is None:
                 fired.rejected += 1
                 continue
             item_id = new_item_id()
@@ -211,6 +206,16 @@ class Scheduler:
         )
         decision = decide(None, command, Context(now, automation.policy))
         return commit(self.store, decision, command=command.name, actor=SCHEDULER, now=now).status
+
+
+def accepted(entry: Any) -> Discovered | None:
+    """An entry discovery listed, as a key and input of exact built-in values; ``None`` when
+    it is rejected. Runs within the discovery's time (``hooks.list_discovered``): the entry's
+    own ``__str__`` or mapping methods are the hook's code."""
+    d = discovered(entry)
+    if d is None or not d.key or len(d.key) > MAX_KEY or "\x00" in d.key or outside_limits(d):
+        return None
+    return Discovered(str.__str__(d.key), plain_value(d.input))
 
 
 def discovered(entry: Any) -> Discovered | None:
