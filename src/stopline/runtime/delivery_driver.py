@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..core.artifacts import Artifact, field_diff
+from ..core.artifacts import Artifact, Readback, field_diff
 from ..core.commands import (
     Bind,
     Command,
@@ -57,7 +57,7 @@ from ..targets.base import (
     VersionConflict,
 )
 from .hook_output import type_name
-from .hooks import HookFailed, describe
+from .hooks import HookFailed, HookTimeout, describe
 from .lease import LeaseLost
 from .outcomes import Deliver, Fail, RetryLater, TransientError
 from .outcomes import NeedsEyes as NeedsEyesOutcome
@@ -89,13 +89,55 @@ class RemoteFailed(Exception):
         self.message = message
 
 
-def remote(call: Callable[..., T], *args: Any) -> T:
-    """Make one target call; whatever it raises becomes :class:`RemoteFailed`."""
+def remote(step: Step, call: Callable[..., T], *args: Any) -> T:
+    """Make one target call within the automation's ``hook_timeout`` (a target is code the
+    automation brings, as its hooks are); whatever it raises becomes :class:`RemoteFailed`,
+    and a call past its time is ``outcome_unknown``: it may yet take effect, so the next
+    attempt looks for the object by its idempotency key before it creates anything."""
+    limit = step.automation.hook_timeout
     try:
-        return call(*args)
-    except Exception as error:
-        kind = next((c for t, c in REMOTE_FAILURES if isinstance(error, t)), None)
-        raise RemoteFailed(kind or type(error).__name__, describe(error)) from error
+        result, error = step.worker.hook_runner().run(_answered(call), args, limit)
+    except HookTimeout:
+        name = getattr(call, "__name__", "call")
+        why = f"the target's {name} did not answer within {limit:g} s; it may yet take effect"
+        raise RemoteFailed(OUTCOME_UNKNOWN, why) from None
+    if isinstance(error, RemoteFailed):
+        raise error
+    if error is not None:  # SystemExit and the like: the target's failure, by its class
+        raise RemoteFailed(type(error).__name__, describe(error)) from error
+    return result  # type: ignore[no-any-return]
+
+
+def _answered(call: Callable[..., T]) -> Callable[..., T]:
+    """``call``, with what it raised described and what it returned copied within its time
+    (the target's own ``__str__`` and attributes are its code)."""
+
+    def answered(*args: Any) -> T:
+        try:
+            return exact(call(*args))
+        except Exception as error:
+            kind = next((c for t, c in REMOTE_FAILURES if isinstance(error, t)), None)
+            raise RemoteFailed(kind or type(error).__name__, describe(error)) from error
+
+    return answered
+
+
+def exact(value: T) -> T:
+    """A target's answer as the exact types the driver reads (a reference, a read-back, a
+    publication signal); anything else as it is."""
+    if isinstance(value, RemoteRef):
+        return RemoteRef(str.__str__(value.remote_id), str.__str__(value.version))  # type: ignore[return-value]
+    if isinstance(value, Readback):
+        assets = tuple({str.__str__(k): str.__str__(v) for k, v in a.items()} for a in value.assets)
+        return Readback(  # type: ignore[return-value]
+            str.__str__(value.remote_id),
+            str.__str__(value.version),
+            str.__str__(value.title),
+            str.__str__(value.summary),
+            str.__str__(value.body),
+            assets,
+        )
+    return value
 
 
 # --- the steps ------------------------------------------------------------------------------
@@ -237,7 +279,7 @@ def _write(step: Step, planned: NextWrite, bound: str) -> bool:
     key = planned.key
     if planned.operation == CREATE:
         if planned.look_first:  # the earlier attempt may have created it: find it by its key
-            found = remote(target.find, planned.idempotency_key)
+            found = remote(step, target.find, planned.idempotency_key)
             if found is not None:
                 return _bind(step, key, "found", found.remote_id, found.version, bound)
         elif not _intent(step, planned):
@@ -245,13 +287,13 @@ def _write(step: Step, planned: NextWrite, bound: str) -> bool:
         if not step.guard():
             return False
         step.crash_point("before_create")
-        created = remote(target.create, artifact, planned.idempotency_key)
+        created = remote(step, target.create, artifact, planned.idempotency_key)
         step.crash_point("after_create")
         return _bind(step, key, "create", created.remote_id, created.version, bound)
     assert planned.remote_id is not None
     reference = RemoteRef(planned.remote_id, planned.remote_version)
     if planned.look_first:  # the earlier update may have landed: read it first
-        seen = remote(target.read, reference.remote_id)
+        seen = remote(step, target.read, reference.remote_id)
         if seen.readback_hash == artifact.content_hash:
             return _bind(step, key, "update", reference.remote_id, seen.version, bound)
     elif not _intent(step, planned):
@@ -259,7 +301,7 @@ def _write(step: Step, planned: NextWrite, bound: str) -> bool:
     if not step.guard():
         return False
     step.crash_point("before_update")
-    updated = remote(target.update, reference, artifact)
+    updated = remote(step, target.update, reference, artifact)
     step.crash_point("after_update")
     return _bind(step, key, "update", updated.remote_id, updated.version, bound)
 
@@ -306,7 +348,7 @@ def _read_all(step: Step, keys: list[str]) -> dict[str, Observed] | None:
     for key in keys:
         record = records[key]
         try:
-            back = remote(target.read, record["remote_id"])
+            back = remote(step, target.read, record["remote_id"])
         except RemoteFailed as failed:
             if failed.failure_class == REMOTE_IDENTITY_MISSING:
                 seen[key] = Observed(None)  # evidence for the core, not a failed read
