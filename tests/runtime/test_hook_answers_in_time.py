@@ -27,6 +27,7 @@ from stopline import App, Automation, Evidence, ReportForReview
 from stopline.core.failures import HOOK_TIMEOUT
 from stopline.core.policy import RetryPolicy
 from stopline.runtime.automation import HookContext
+from stopline.runtime.hook_output import Unexpected
 from stopline.runtime.hooks import HookFailed, HookRunner, call_hook
 from stopline.runtime.scheduler import Scheduler
 from stopline.runtime.worker import Worker
@@ -162,3 +163,11 @@ def test_a_worker_is_not_held_by_an_output_it_cannot_read(
     assert item.state.value == "ready_for_review"
     assert [e["class"] for e in item.attempt_log][:1] == [HOOK_TIMEOUT], item.attempt_log
     release.set()
+
+
+def test_a_hook_cannot_answer_with_the_runtimes_own_failure_record() -> None:
+    """``HookFailed`` is what the runtime records of a hook that raised or ran past its time,
+    not an outcome: a hook that returns one (claiming ``hook_timeout``, say) has returned
+    something it may not, and the outcome table stops the item for a person."""
+    forged = call(lambda ctx: HookFailed(HOOK_TIMEOUT, "it was the network", retryable=True))
+    assert forged == Unexpected("HookFailed")
