@@ -19,17 +19,12 @@ one that answers ``410 Gone`` is disabled (``stopline workers`` and ``/metrics``
 from __future__ import annotations
 
 import logging
-import smtplib
 import threading
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from email.message import EmailMessage
 from functools import partial
-from http.client import HTTPException
 
 from ..clock import Clock, utcnow
 from ..core.integrity import head_findings
@@ -40,6 +35,7 @@ from ..store.errors import connection_errors
 from ..store.outbox import DELIVERED, FAILED, AttemptResult, Notification
 from ..views import why
 from . import tracing, webhooks
+from .notify_attempt import MAX_ERROR, post, send_mail, within
 from .notify_settings import (
     DEFAULT_BASE_URL,
     EMAIL,
@@ -52,7 +48,6 @@ from .notify_settings import (
     NotifySettings,
     NotifySettingsError,
     RetrySchedule,
-    SMTPSettings,
     mail_address,
     parse_webhook_urls,
     positive_number,
@@ -81,89 +76,10 @@ log = logging.getLogger("stopline.notify")
 
 DEFAULT_RETRY = RetrySchedule()
 LOOKBACK = timedelta(minutes=10)  # events committed out of time order are still seen
-MAX_ERROR = 500
-GONE = 410
 
 
 class NotifierFailed(RuntimeError):
     """The notifier's loop stopped on an error it does not know how to wait out."""
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """A redirect is an answer that is not 2xx: it is recorded, never followed."""
-
-    def redirect_request(self, *args: object, **kwargs: object) -> None:
-        return None
-
-
-_OPENER = urllib.request.build_opener(_NoRedirect)
-
-
-def post(url: str, body: bytes, headers: Mapping[str, str], timeout: float) -> AttemptResult:
-    """One POST: accepted on any 2xx answer; ``410`` disables the endpoint; anything else is
-    an error to retry."""
-    request = urllib.request.Request(url, data=body, headers=dict(headers), method="POST")
-    try:
-        with _OPENER.open(request, timeout=timeout) as response:
-            return AttemptResult(int(response.status), None)
-    except urllib.error.HTTPError as exc:  # an answer, but not 2xx
-        exc.close()
-        if exc.code == GONE:
-            return AttemptResult(GONE, "HTTP 410 Gone", disable=True)
-        return AttemptResult(exc.code, f"HTTP {exc.code}")
-    except urllib.error.URLError as exc:  # no answer: refused, unknown host, timeout
-        reason = exc.reason
-        name = type(reason).__name__ if isinstance(reason, BaseException) else "URLError"
-        return AttemptResult(None, f"{name}: {reason}"[:MAX_ERROR])
-    except (OSError, HTTPException) as exc:  # the connection broke mid-answer
-        return AttemptResult(None, f"{type(exc).__name__}: {exc}"[:MAX_ERROR])
-
-
-def send_mail(
-    smtp: SMTPSettings, to: str, subject: str, text: str, msg_id: str, timeout: float
-) -> AttemptResult:
-    """One email through the SMTP server: accepted when the server took it for ``to``."""
-    message = EmailMessage()
-    message["From"] = smtp.sender
-    message["To"] = to
-    message["Subject"] = subject
-    message["Message-ID"] = f"<{msg_id}@stopline>"
-    message.set_content(text)
-    try:
-        with smtplib.SMTP(smtp.host, smtp.port, timeout=timeout) as client:
-            refused = client.send_message(message)
-    except smtplib.SMTPResponseException as exc:
-        return AttemptResult(exc.smtp_code, f"SMTP {exc.smtp_code}"[:MAX_ERROR])
-    except (smtplib.SMTPException, OSError) as exc:
-        return AttemptResult(None, f"{type(exc).__name__}: {exc}"[:MAX_ERROR])
-    if refused:
-        return AttemptResult(None, f"SMTP refused {sorted(refused)}"[:MAX_ERROR])
-    return AttemptResult(250, None)
-
-
-def within(deadline: float, attempt: Callable[[], AttemptResult]) -> AttemptResult:
-    """``attempt()`` on a thread of its own, waited for at most ``deadline`` seconds. The
-    timeout of a connect or a read bounds each wait, not the whole: a receiver that answers a
-    byte at a time, each within it, would hold the notifier (and ``stopline run --once``,
-    which waits for its last round) for as long as it likes. Past the deadline the attempt is
-    a failure to retry, and its thread is left to end alone."""
-    done: list[AttemptResult] = []
-    raised: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            done.append(attempt())
-        except BaseException as error:  # raised again on the notifier's thread
-            raised.append(error)
-
-    thread = threading.Thread(target=run, name="stopline-notify-send", daemon=True)
-    thread.start()
-    thread.join(deadline)
-    if raised:
-        raise raised[0]
-    if not done:
-        return AttemptResult(None, f"no whole answer within {deadline:g} s")
-    return done[0]
 
 
 @dataclass
