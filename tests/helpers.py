@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from stopline.core.commands import Command, Discover
 from stopline.core.decide import decide
@@ -182,3 +183,28 @@ def registry_outcome(store: Any) -> Any:
     except Exception as error:
         return type(error).__name__
     return sorted(f.text() for f in registry.findings), sorted(registry.actors)
+
+
+T = TypeVar("T")
+
+
+def in_thread(run: Callable[..., T], *args: Any) -> T:
+    """``run(*args)`` on a thread of its own: its result, or what it raised. For
+    ``asyncio.run`` and ``anyio.run``, which refuse a thread where an event loop is marked
+    running: the browser tests' session-long Playwright (its sync API) leaves that mark on the
+    main thread of the test process that ran them, whatever runs there after."""
+    result: list[T] = []
+    raised: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(run(*args))
+        except BaseException as error:
+            raised.append(error)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join()
+    if raised:
+        raise raised[0]
+    return result[0]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from helpers import dump
+from helpers import dump, in_thread
 from integrity.attacker import Attacker
 from stopline.agents.answers import Answer
 from stopline.agents.desk import AgentDesk
@@ -157,12 +157,12 @@ def test_an_async_function_is_guarded_the_same_way(opened: tuple[Store, Controll
         return f"{service} restarted"
 
     with pytest.raises(ApprovalPending) as first:
-        asyncio.run(restart("billing-api"))
+        in_thread(asyncio.run, restart("billing-api"))
     pending = first.value.pending
     people.approve(pending.ref, proposal=pending.digest, actor="alice")
-    assert asyncio.run(restart("billing-api")) == "billing-api restarted"
+    assert in_thread(asyncio.run, restart("billing-api")) == "billing-api restarted"
     before = dump(store)
-    assert asyncio.run(restart("billing-api")) == "billing-api restarted"
+    assert in_thread(asyncio.run, restart("billing-api")) == "billing-api restarted"
     assert ran == ["billing-api"] and dump(store) == before
 
 

@@ -16,7 +16,7 @@ import anyio
 import pytest
 from mcp import ClientSession
 
-from helpers import dump
+from helpers import dump, in_thread
 from stopline.commands.agent_table import AGENT_ENTRIES
 from stopline.commands.table import ENTRIES
 
@@ -61,7 +61,7 @@ def run(opener: Opener, body: Callable[[ClientSession], Any]) -> Any:
         async with opener() as session:
             return await body(session)
 
-    return anyio.run(main)
+    return in_thread(anyio.run, main)
 
 
 def test_the_tool_list_holds_no_approving_tool(opener: Opener) -> None:

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from mcp.shared.memory import create_connected_server_and_client_session
 
+from helpers import in_thread
 from stopline.agents.answers import refusal
 from stopline.agents.mcp_server import (
     MAX_TOKEN,
@@ -60,7 +61,7 @@ def test_a_request_with_no_agent_behind_it_is_refused() -> None:
         async with create_connected_server_and_client_session(server) as session:
             return await session.call_tool(AGENT_ENTRIES[0].name, {})
 
-    result = anyio.run(call)
+    result = in_thread(anyio.run, call)
     assert result.isError is True
     assert result.structuredContent["refused"] == [Reason.ACTOR_NOT_AUTHORIZED]
 
@@ -87,7 +88,7 @@ class Door:
             async with httpx.AsyncClient(transport=transport, base_url="http://door") as client:
                 return await client.post("/mcp", headers=headers, json={})
 
-        response = anyio.run(post)
+        response = in_thread(anyio.run, post)
         return response.status_code, response.json() if response.status_code == 401 else {}
 
 

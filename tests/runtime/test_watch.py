@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from helpers import in_thread
 from stopline.core.policy import ApprovalPolicy, ApprovalRule, Policy
 from stopline.runtime.automation import AgentAutomation, App, Automation, HookContext
 from stopline.runtime.outcomes import (
@@ -124,9 +125,9 @@ def test_an_async_hook_is_watched_as_a_plain_one() -> None:
         return answer
 
     automation, failures = _watched(observe=observe)
-    assert asyncio.run(automation.observe(CTX)) is answer
+    assert in_thread(asyncio.run, automation.observe(CTX)) is answer
     with pytest.raises(ValueError):
-        asyncio.run(automation.observe(SimpleNamespace(item=CTX.item, now="raise")))
+        in_thread(asyncio.run, automation.observe(SimpleNamespace(item=CTX.item, now="raise")))
     assert failures.lines == [
         f"observe hook {WHERE} returned ReportForReview, which it may not return",
         f"observe hook {WHERE} raised ValueError: late",
@@ -188,7 +189,7 @@ def test_a_discovery_is_read_whole_and_a_failure_part_way_is_counted(kind: str, 
 
     def read() -> Any:
         found = automation.discover(CTX)
-        return found if kind == "generator" else asyncio.run(found)
+        return found if kind == "generator" else in_thread(asyncio.run, found)
 
     if not fail:
         assert read() == ["a", "b"] and failures.lines == []

@@ -10,6 +10,7 @@ from typing import Any
 
 from starlette.types import Message, Receive, Scope, Send
 
+from helpers import in_thread
 from stopline.server.guard import SECURITY_HEADERS, Guard
 
 LIMIT = 100
@@ -55,7 +56,7 @@ def call(
     async def send(message: Message) -> None:
         sent.append(message)
 
-    asyncio.run(Guard(app, LIMIT)(scope, receive, send))
+    in_thread(asyncio.run, Guard(app, LIMIT)(scope, receive, send))
     start, body = sent[0], b"".join(m.get("body", b"") for m in sent[1:])
     found: dict[bytes, list[bytes]] = {}
     for name, value in start["headers"]:
