@@ -185,6 +185,9 @@ class Observed:
     version: str = ""
     diff: tuple[str, ...] = ()
 
+    def to_plain(self) -> dict[str, Any]:
+        return {"readback_hash": self.readback_hash, "version": self.version, "diff": self.diff}
+
 
 @dataclass(frozen=True)
 class ReadBack(WorkerCommand):

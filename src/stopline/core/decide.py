@@ -98,23 +98,29 @@ HANDLERS: dict[type[Command], Handler] = {
 # The fields through which input from outside (hooks, people) reaches a record: each must have
 # a canonical form, or the command is refused ``invalid_input`` before anything else.
 OUTSIDE_INPUT: dict[type[Command], tuple[str, ...]] = {
-    Discover: ("input", "agent"),
+    Discover: ("item_id", "automation", "key", "input", "agent"),
     Observe: ("evidence", "observed_at", "classification"),
     Propose: ("action", "target", "params", "rationale", "proposer"),
     Report: ("report",),
     NeedsEyes: ("owner", "why", "evidence"),
     NothingToDo: ("reason",),
-    Failure: ("failure_class", "message"),
+    Failure: ("failure_class", "message", "traceback"),
     Stage: ("artifacts", "qa", "result"),
+    Intent: ("key", "operation", "idempotency_key"),
+    Bind: ("key", "operation", "remote_id", "remote_version"),
     Delivered: ("result",),
+    ReadBack: ("readbacks",),
     Edit: ("params",),
     Resolve: ("input", "reason"),
     Reject: ("reason",),
     Reinspect: ("reason",),
     Close: ("reason",),
+    Acknowledge: ("reason",),
     Resume: ("reason",),
     Revise: ("reason", "artifacts"),
     Review: ("reason",),
+    Publish: ("signal",),
+    Reconcile: ("key", "found", "remote_id"),
     Note: ("body",),
 }
 
