@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,3 +33,12 @@ def make_lab(tmp_path: Path, lab_mode: dict[str, str]) -> Iterator[Callable[...,
     finally:
         for made in labs:
             made.cleanup()
+
+
+@pytest.fixture
+def release() -> Iterator[threading.Event]:
+    """What a test's hook, target or receiver that holds on waits for: set at the test's end,
+    so that every one still holding on goes, and its thread ends."""
+    event = threading.Event()
+    yield event
+    event.set()

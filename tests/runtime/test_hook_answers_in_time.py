@@ -21,8 +21,6 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-import pytest
-
 from stopline import App, Automation, Evidence, ReportForReview
 from stopline.core.failures import HOOK_TIMEOUT
 from stopline.core.policy import RetryPolicy
@@ -35,13 +33,6 @@ from stopline.store import Store
 
 T0 = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)
 HOLD = 60.0
-
-
-@pytest.fixture
-def release() -> Iterator[threading.Event]:
-    event = threading.Event()
-    yield event
-    event.set()
 
 
 class Holding(Mapping[str, Any]):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,13 +40,6 @@ from stopline.store import Store
 T0 = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)
 HOLD = 60.0  # the most a holding hook waits for the test to let it go
 GENEROUS = 30.0  # the time limit of a hook that must finish
-
-
-@pytest.fixture
-def release() -> Iterator[threading.Event]:
-    event = threading.Event()
-    yield event
-    event.set()  # every hook still holding on goes, and its thread ends
 
 
 def test_an_async_hook_that_blocks_the_loop_leaves_later_async_hooks_running(

@@ -11,10 +11,7 @@ both stores, a real worker in process and a real directory target.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from stopline import Artifact, RetryPolicy
 from stopline.core.failures import OUTCOME_UNKNOWN
@@ -26,13 +23,6 @@ from stopline.targets.directory import DirectoryTarget
 from .notice import drained, notice_automation
 
 HOLD = 60.0
-
-
-@pytest.fixture
-def release() -> Iterator[threading.Event]:
-    event = threading.Event()
-    yield event
-    event.set()
 
 
 class Holding(DirectoryTarget):
