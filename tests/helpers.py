@@ -208,3 +208,14 @@ def in_thread(run: Callable[..., T], *args: Any) -> T:
     if raised:
         raise raised[0]
     return result[0]
+
+
+def waiting_for_advisory_lock(admin: Any, url: str) -> bool:
+    """Whether a session on the PostgreSQL database of ``url`` waits for an advisory lock
+    (``admin``: a connection to the server that reads ``pg_locks``)."""
+    rows = admin.execute(
+        "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database"
+        " WHERE l.locktype = 'advisory' AND NOT l.granted AND d.datname = %s",
+        (url.rsplit("/", 1)[1],),
+    ).fetchone()
+    return bool(rows and rows[0])

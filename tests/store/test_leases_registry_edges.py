@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from helpers import T0, discover, dump
+from helpers import T0, discover, dump, waiting_for_advisory_lock
 from integrity.attacker import Attacker
 from proc import wait_for
 from stopline.core.policy import Policy
@@ -153,15 +153,9 @@ def test_every_registry_change_waits_for_the_registrys_lock(
 
         writer = threading.Thread(target=write, daemon=True)
         writer.start()
-        dbname = postgres_url.rsplit("/", 1)[1]
 
         def waiting() -> bool:
-            rows = postgres_server.admin.execute(
-                "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database"
-                " WHERE l.locktype = 'advisory' AND NOT l.granted AND d.datname = %s",
-                (dbname,),
-            ).fetchone()
-            return bool(rows and rows[0])
+            return waiting_for_advisory_lock(postgres_server.admin, postgres_url)
 
         wait_for(lambda: waiting() or done.is_set(), 120, f"{change} to wait for the lock")
         assert not done.is_set(), f"{change} wrote without the registry's lock"

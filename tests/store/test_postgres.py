@@ -12,7 +12,7 @@ import psycopg
 import psycopg_pool.pool
 import pytest
 
-from helpers import T0, decide_at, discover
+from helpers import T0, decide_at, discover, waiting_for_advisory_lock
 from proc import wait_for
 from stopline.core.commands import Failure, NeedsEyes
 from stopline.core.ledger import REGISTRY, shard_of
@@ -232,15 +232,9 @@ def test_a_registry_change_waits_for_the_lock_of_its_ledger_shard(
 
         writer = threading.Thread(target=change, daemon=True)
         writer.start()
-        dbname = pg.url.rsplit("/", 1)[1]
 
         def waiting() -> bool:
-            rows = postgres_server.admin.execute(
-                "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database"
-                " WHERE l.locktype = 'advisory' AND NOT l.granted AND d.datname = %s",
-                (dbname,),
-            ).fetchone()
-            return bool(rows and rows[0])
+            return waiting_for_advisory_lock(postgres_server.admin, pg.url)
 
         # the change is seen waiting for the lock, or it ends without ever taking it
         wait_for(lambda: waiting() or done.is_set(), 120, "the registry change to wait")
