@@ -5,7 +5,9 @@ stopline: one worker process with ``concurrency=C`` and ``batch=C`` drains N ite
 The peers drain N jobs that each wait 50 ms (``peers.py`` with ``wait``), one worker process
 at the same concurrency. The ideal is C / 50 ms items per second; every row carries its ratio
 to that ideal (``ideal_ratio``). At concurrency 1 fewer items keep the run short
-(``cfg.io_items_serial``).
+(``cfg.io_items_serial``). At C = 10 and 50 stopline runs again with async hooks and
+``ahead=C // 4`` (``stopline run --ahead``): that many items claimed beyond the C running, so
+that a slot that frees starts its next item without waiting for a claim.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ def _drain(
     concurrency: int,
     start: mp.synchronize.Event,
     out: mp.Queue[tuple[int, float, float]],
+    ahead: int = 0,
 ) -> None:
     import io_app
 
@@ -70,7 +73,7 @@ def _drain(
 
     app = io_app.app_async if kind == "async" else io_app.app_thread
     store = open_store(url, migrate=False)
-    worker = Worker(store, app, concurrency=concurrency, batch=concurrency)
+    worker = Worker(store, app, concurrency=concurrency, batch=concurrency, ahead=ahead)
     start.wait()
     cpu = time.process_time()  # this process, every thread: user + system
     while True:
@@ -85,14 +88,20 @@ def _drain(
     store.close()
 
 
-def run_once(cfg: BenchConfig, url: str, label: str, kind: str, concurrency: int) -> Row:
+def _scenario(kind: str, ahead: int) -> str:
+    return f"io 50ms: stopline ({kind} hooks{f', ahead {ahead}' if ahead else ''})"
+
+
+def run_once(
+    cfg: BenchConfig, url: str, label: str, kind: str, concurrency: int, ahead: int = 0
+) -> Row:
     """One drain, as a row; a failure (a worker that died, the server gone) is an n/a row."""
     try:
-        return _run_once(cfg, url, label, kind, concurrency)
+        return _run_once(cfg, url, label, kind, concurrency, ahead)
     except Exception as exc:
         n = items_for(cfg, concurrency)
         return make_row(
-            scenario=f"io 50ms: stopline ({kind} hooks)",
+            scenario=_scenario(kind, ahead),
             store=label,
             workers=1,
             concurrency=concurrency,
@@ -104,13 +113,15 @@ def run_once(cfg: BenchConfig, url: str, label: str, kind: str, concurrency: int
         )
 
 
-def _run_once(cfg: BenchConfig, url: str, label: str, kind: str, concurrency: int) -> Row:
+def _run_once(
+    cfg: BenchConfig, url: str, label: str, kind: str, concurrency: int, ahead: int
+) -> Row:
     n = items_for(cfg, concurrency)
     _prepare(url, n)
     ctx = mp.get_context("spawn")
     start = ctx.Event()
     out: mp.Queue[tuple[int, float, float]] = ctx.Queue()
-    proc = ctx.Process(target=_drain, args=(url, kind, n, concurrency, start, out))
+    proc = ctx.Process(target=_drain, args=(url, kind, n, concurrency, start, out, ahead))
     proc.start()
     time.sleep(1.0)  # let the process import and connect before the clock starts
     pg = not url.startswith("sqlite:")
@@ -136,7 +147,7 @@ def _run_once(cfg: BenchConfig, url: str, label: str, kind: str, concurrency: in
     error = None if done == n else f"only {done} of {n} items reviewed"
     ideal = concurrency / WAIT
     return make_row(
-        scenario=f"io 50ms: stopline ({kind} hooks)",
+        scenario=_scenario(kind, ahead),
         store=label,
         workers=1,
         concurrency=concurrency,
@@ -148,6 +159,7 @@ def _run_once(cfg: BenchConfig, url: str, label: str, kind: str, concurrency: in
         ideal_rate=ideal,
         ideal_ratio=round(n / seconds / ideal, 3) if seconds else None,
         batch=concurrency,
+        ahead=ahead,
         transitions=transitions,
         cpu_ms_per_op=None if cpu is None else round(1000 * cpu / n, 3),
         db_cpu_ms_per_op=per_op_ms(db_cpu, db_after, n),
@@ -162,3 +174,11 @@ def rows(cfg: BenchConfig) -> Iterator[Row]:
         with temp_sqlite_dir(cfg, "io") as folder:
             url = f"sqlite:///{folder / 'bench.db'}"
             yield run_once(cfg, url, "sqlite sync=FULL", "async", c)
+        if c > 1:
+            ahead = c // 4
+            with temp_database(cfg.pg_admin_dsn, "io") as name:
+                url = url_for(cfg.pg_admin_dsn, name)
+                yield run_once(cfg, url, "postgres", "async", c, ahead)
+            with temp_sqlite_dir(cfg, "io") as folder:
+                url = f"sqlite:///{folder / 'bench.db'}"
+                yield run_once(cfg, url, "sqlite sync=FULL", "async", c, ahead)

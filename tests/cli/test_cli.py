@@ -195,7 +195,9 @@ def test_items_filters_by_state_automation_and_limit(
     assert code == 2 and "unknown state 'waiting'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", ["STOPLINE_WORKERS", "STOPLINE_CONCURRENCY", "STOPLINE_BATCH"])
+@pytest.mark.parametrize(
+    "name", ["STOPLINE_WORKERS", "STOPLINE_CONCURRENCY", "STOPLINE_BATCH", "STOPLINE_AHEAD"]
+)
 def test_a_bad_number_in_the_environment_is_a_usage_error(name: str, tmp_path: Path) -> None:
     """A setting from the environment is checked like the option it stands for: exit 2 with
     one usage line, no traceback, and no database made."""

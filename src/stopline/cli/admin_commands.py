@@ -113,6 +113,10 @@ def cmd_run(args: argparse.Namespace, store: Store | None, out: Out) -> int:
         raise UsageError("--workers must be at least 1")
     if args.concurrency < 1 or args.batch < 1:
         raise UsageError("--concurrency and --batch must be at least 1")
+    if args.ahead < 0:
+        raise UsageError("--ahead must be at least 0")
+    if args.ahead and max(args.concurrency, args.batch) == 1:
+        raise UsageError("--ahead needs --concurrency or --batch above 1")
     behind = refuse_if_behind(args, store)
     if behind:  # a rollback or rewrite before the checkpoint: no worker acts on it
         out.doc(
@@ -142,6 +146,7 @@ def cmd_run(args: argparse.Namespace, store: Store | None, out: Out) -> int:
                 notify=notify,
                 concurrency=args.concurrency,
                 batch=args.batch,
+                ahead=args.ahead,
             )
     except (AppLoadError, InvalidName, StoreError) as exc:  # no app, a bad name, an unusable schema
         raise UsageError(str(exc)) from exc

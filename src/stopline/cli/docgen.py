@@ -78,6 +78,7 @@ ENVIRONMENT = (
     ("STOPLINE_WORKERS", "`run`", "the default of `--workers`"),
     ("STOPLINE_CONCURRENCY", "`run`", "the default of `--concurrency`"),
     ("STOPLINE_BATCH", "`run`", "the default of `--batch`"),
+    ("STOPLINE_AHEAD", "`run`", "the default of `--ahead`"),
     (
         "STOPLINE_APP",
         "`reconcile`, `publish`, `serve`",

@@ -124,6 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
         " transaction (env STOPLINE_BATCH; default 1)",
     )
     p.add_argument(
+        "--ahead",
+        type=int,
+        default=os.environ.get("STOPLINE_AHEAD", "0"),
+        help="with --concurrency or --batch above 1: items each worker process claims beyond"
+        " those it runs, so that a slot that frees starts its next item at once; each waits"
+        " for a slot in this process, its lease renewed (env STOPLINE_AHEAD; default 0)",
+    )
+    p.add_argument(
         "--linger",
         type=float,
         default=5.0,

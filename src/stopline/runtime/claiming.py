@@ -1,7 +1,12 @@
 """A worker's claim: up to ``limit`` due items, each with what the check of a fresh claim reads
 when the claim can read it too (``Store.claim_checked``: the row, its last event and that
 event's upgrade seal, in the claim's own transaction). In signed mode that check also reads the
-registry, so the claim takes the items alone and the check reads the rest itself."""
+registry, so the claim takes the items alone and the check reads the rest itself.
+
+Running several items at once, :func:`start_what_fits` claims what the slots have room for and
+starts each claim on them; an item claimed ahead (``Worker(ahead=...)``) waits there for a step
+thread, its lease renewed from the claim on, and is run by this worker whatever happens next
+(a stop drains it too), so that its attempt, counted at its claim, is one it makes."""
 
 from __future__ import annotations
 
@@ -11,8 +16,10 @@ from typing import TYPE_CHECKING
 
 from ..core.records import Item
 from ..store.protocol import GuardReads
+from .lease import LeaseHolder
 
 if TYPE_CHECKING:
+    from .slots import Slots
     from .worker import Worker
 
 
@@ -30,3 +37,31 @@ def claim_due(
         return [] if one is None else [(one, None)]
     items = store.claim_batch(worker.id, now, shortest, names, leases=leases, limit=limit)
     return [(item, None) for item in items]
+
+
+def start_what_fits(worker: Worker, now: datetime, slots: Slots) -> bool:
+    """Claim what ``slots`` have room for and start it. ``True`` when something was claimed,
+    or steps are still in flight (after waiting a little for one of them to end)."""
+    slots.raise_failure()
+    names, room = slots.room(list(worker.leases))
+    claimed: list[tuple[Item, GuardReads | None]] = []
+    if room > 0:
+        shortest = min(worker.leases[name] for name in names)
+        leases = {name: worker.leases[name] for name in names}
+        claimed = claim_due(worker, now, shortest, leases, min(room, worker.batch))
+    for item, reads in claimed:
+        worker.counted("claims")
+        holder = LeaseHolder(item)
+        if worker.renew:  # from the claim on: the item may wait for a step thread
+            worker.renewer.hold(holder, worker.leases[item.automation])
+        try:
+            slots.start(item, reads, holder)
+        except BaseException:
+            worker.renewer.release(holder)
+            raise
+    if claimed:
+        return True
+    if slots.in_flight:
+        slots.wait(0.05)  # a step that ends may have made its next step due at once
+        return True
+    return False

@@ -102,9 +102,20 @@ class Renewer:
 
     @contextmanager
     def holding(self, holder: LeaseHolder, lease_seconds: float) -> Iterator[None]:
-        """Renew ``holder``'s lease while the block runs."""
+        """Renew ``holder``'s lease while the block runs (held from before it, if it was)."""
+        self.hold(holder, lease_seconds)
+        try:
+            yield
+        finally:
+            self.release(holder)
+
+    def hold(self, holder: LeaseHolder, lease_seconds: float) -> None:
+        """Renew ``holder``'s lease from now until :meth:`release`; a holder held already
+        keeps its renewals as they were."""
         due = _monotonic() + lease_seconds / 3
         with self._lock:
+            if id(holder) in self._held:
+                return
             self._held[id(holder)] = (holder, lease_seconds, due)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
@@ -114,11 +125,10 @@ class Renewer:
             sooner = due < self._wake_at
         if sooner:
             self._wake.set()
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._held.pop(id(holder), None)
+
+    def release(self, holder: LeaseHolder) -> None:
+        with self._lock:
+            self._held.pop(id(holder), None)
 
     def _loop(self) -> None:
         unavailable = connection_errors()

@@ -106,6 +106,7 @@ def _child(
     queue: multiprocessing.Queue[tuple[int, int, list[str]]],
     concurrency: int = 1,
     batch: int = 1,
+    ahead: int = 0,
 ) -> None:
     stop = _Stop()
     signal.signal(signal.SIGTERM, stop)
@@ -118,7 +119,7 @@ def _child(
         return
     logs.configure()  # the format the parent chose, through the environment
     app, failures = watched(load_app(spec))
-    worker = Worker(store, app, concurrency=concurrency, batch=batch)
+    worker = Worker(store, app, concurrency=concurrency, batch=batch, ahead=ahead)
     steps = work_loop(worker, once=once, linger=linger, stop=stop, reconnect=reconnect)
     queue.put((steps, worker.transitions, failures.lines))
     store.close()
@@ -134,12 +135,13 @@ def run(
     notify: NotifySettings | None = None,
     concurrency: int = 1,
     batch: int = 1,
+    ahead: int = 0,
 ) -> RunSummary:
     """Serve ``spec``'s automations. Extra workers are separate processes (``spec`` must then
     be an importable ``module:attribute`` or file path). With ``notify``, the webhook notifier
     runs beside them (with ``once``, it runs one last round before this returns). Each worker
     process runs up to ``concurrency`` items at once, claims and commits up to ``batch`` at
-    once (see ``Worker``).
+    once, and holds up to ``ahead`` more claimed, waiting for a free slot (see ``Worker``).
 
     Every store call, startup included, waits out a database that is away (see
     :mod:`stopline.runtime.retrying`); a stop signal during that wait ends the run."""
@@ -152,6 +154,7 @@ def run(
             linger=linger,
             concurrency=concurrency,
             batch=batch,
+            ahead=ahead,
         )
 
 
@@ -164,6 +167,7 @@ def _run(
     linger: float = 5.0,
     concurrency: int = 1,
     batch: int = 1,
+    ahead: int = 0,
 ) -> RunSummary:
     app, failures = watched(load_app(spec) if isinstance(spec, str) else spec)
     if workers > 1 and not isinstance(spec, str):
@@ -191,12 +195,12 @@ def _run(
         for _ in range(workers - 1):
             proc = ctx.Process(
                 target=_child,
-                args=(spec, url, once, linger, queue, concurrency, batch),
+                args=(spec, url, once, linger, queue, concurrency, batch, ahead),
                 daemon=False,
             )
             proc.start()
             children.append(proc)
-        worker = Worker(store, app, concurrency=concurrency, batch=batch)
+        worker = Worker(store, app, concurrency=concurrency, batch=batch, ahead=ahead)
         summary.steps = work_loop(
             worker, once=once, linger=linger, stop=stop, scheduler=scheduler, reconnect=reconnect
         )

@@ -4,7 +4,9 @@
 threads: a plain hook runs in place on its step's thread, timed by the slots' watchdog
 (``watchdog.py``), an ``async`` hook on the process's event loop (``hooks.py``). It counts what
 is in flight, per automation too, so that the worker claims only what it has room for: never
-more than ``size`` items, nor more of one automation than its ``concurrency``. What a step
+more than ``size`` items running and ``ahead`` more claimed and waiting for a step thread (so
+that a step thread that ends an item starts the next at once, without waiting for a claim),
+nor more of one automation than its ``concurrency``. What a step
 thread raised (a database that went away, say) is raised again in the worker's loop, where
 the reconnect rules apply.
 
@@ -29,9 +31,14 @@ Task = tuple[Item, Callable[[], object]]
 
 class Slots:
     def __init__(
-        self, size: int, limits: Mapping[str, int | None], run: Callable[..., None]
+        self,
+        size: int,
+        limits: Mapping[str, int | None],
+        run: Callable[..., None],
+        ahead: int = 0,
     ) -> None:
         self.size = size
+        self.ahead = ahead  # claimed items that may wait for a step thread
         self.limits = dict(limits)
         self.watchdog = Watchdog()
         self._run = run
@@ -48,9 +55,10 @@ class Slots:
             return sum(self._flying.values())
 
     def room(self, automations: Sequence[str]) -> tuple[list[str], int]:
-        """The automations that may take one more item now, and how many items may start."""
+        """The automations that may take one more item now, and how many items may start (or
+        wait, ``ahead`` of them at most, for a step thread)."""
         with self._cond:
-            free = self.size - sum(self._flying.values())
+            free = self.size + self.ahead - sum(self._flying.values())
             names, room = [], free
             for name in automations:
                 limit = self.limits.get(name)
@@ -62,7 +70,7 @@ class Slots:
             return names, max(0, room) if names else 0
 
     def start(self, item: Item, *args: Any) -> None:
-        """Run ``run(item, *args)`` on a step thread."""
+        """Run ``run(item, *args)`` on a step thread (when one is free)."""
         with self._cond:
             if self._closed:
                 raise RuntimeError("the slots take no more steps")

@@ -47,7 +47,7 @@ from ..trust.authority import Authority, Trust
 from ..trust.checks import signature_findings
 from . import tracing
 from .automation import App
-from .claiming import claim_due
+from .claiming import claim_due, start_what_fits
 from .commit import Committed, commit, log_decision, reading_back
 from .crash_points import CrashPoints
 from .group_commit import GroupCommitter
@@ -81,14 +81,22 @@ class Worker:
         host_trust: bool = True,
         concurrency: int = 1,
         batch: int = 1,
+        ahead: int = 0,
     ) -> None:
         """``trust``: the trust root (signed mode); by default (``host_trust``) the host's,
         from ``STOPLINE_TRUST_ROOT``. ``concurrency``: the most items in flight at once;
         ``batch``: the most items one claim takes and one commit transaction writes (in flight
-        at once: the larger of the two). With both 1, one step at a time on this thread."""
+        at once: the larger of the two). With both 1, one step at a time on this thread.
+        ``ahead``: running several at once, the most items claimed beyond those, each waiting
+        for a step thread with its lease renewed (default 0: see ``docs/performance.md``)."""
         for name, value in (("concurrency", concurrency), ("batch", batch)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a whole number of at least 1")
+        if isinstance(ahead, bool) or not isinstance(ahead, int) or ahead < 0:
+            raise ValueError("ahead must be a whole number of at least 0")
+        size = max(concurrency, batch)
+        if ahead and size == 1:
+            raise ValueError("ahead needs concurrency or batch above 1 (one step at a time)")
         self.store = store
         self.trust = trust if trust is not None or not host_trust else Trust.from_env()
         self.app = app
@@ -114,9 +122,9 @@ class Worker:
         self.renewer = Renewer(store, clock)  # one thread renews every lease this worker holds
         self.slots: Slots | None = None
         self.committer: GroupCommitter | None = None
-        if max(concurrency, batch) > 1:
+        if size > 1:
             limits = {a.name: a.concurrency for a in app.automations}
-            self.slots = Slots(max(concurrency, batch), limits, self.process)
+            self.slots = Slots(size, limits, self.process, ahead)
             self.committer = GroupCommitter(store, batch)
 
     def hook_runner(self) -> HookRunner:
@@ -128,7 +136,8 @@ class Worker:
             runner = self._local.hooks = HookRunner(self.slots.watchdog)
         return runner
 
-    def _counted(self, name: str) -> None:
+    def counted(self, name: str) -> None:
+        """Add one to the counter ``name`` (``claims``, ``transitions``, ``refusals``)."""
         with self._count:
             setattr(self, name, getattr(self, name) + 1)
 
@@ -145,7 +154,7 @@ class Worker:
         if not self.leases:
             return False
         if self.slots is not None:
-            return self._start_what_fits(now, self.slots)
+            return start_what_fits(self, now, self.slots)
         shortest = min(self.leases.values())
         claimed = claim_due(self, now, shortest, self.leases, 1)
         if not claimed:
@@ -153,24 +162,6 @@ class Worker:
         self.claims += 1
         self.process(*claimed[0])
         return True
-
-    def _start_what_fits(self, now: datetime, slots: Slots) -> bool:
-        slots.raise_failure()
-        names, room = slots.room(list(self.leases))
-        claimed: list[tuple[Item, GuardReads | None]] = []
-        if room > 0:
-            shortest = min(self.leases[name] for name in names)
-            leases = {name: self.leases[name] for name in names}
-            claimed = claim_due(self, now, shortest, leases, min(room, self.batch))
-        for item, reads in claimed:
-            self._counted("claims")
-            slots.start(item, reads)
-        if claimed:
-            return True
-        if slots.in_flight:
-            slots.wait(0.05)  # a step that ends may have made its next step due at once
-            return True
-        return False
 
     def close(self) -> None:
         """Wait for every step in flight to end (a worker running several at once)."""
@@ -190,14 +181,17 @@ class Worker:
             done = commit(self.store, decision, command=command.name, actor=self.id, now=now)
             if done.status is Committed.APPLIED:
                 moved += 1
-                self._counted("transitions")
+                self.counted("transitions")
         return moved
 
-    def process(self, item: Item, reads: GuardReads | None = None) -> None:
+    def process(
+        self, item: Item, reads: GuardReads | None = None, holder: LeaseHolder | None = None
+    ) -> None:
         """Run the claimed step, and the steps after it while each is due at once: the claim
         of the next step rides on the commit that ended the previous one. ``reads``: what the
-        claim read for the check of a fresh claim (else that check reads it)."""
-        self._hold(LeaseHolder(item), fresh=True, reads=reads)
+        claim read for the check of a fresh claim (else that check reads it). ``holder``: the
+        claim's holder, its lease renewed since the claim (else one from ``item``)."""
+        self._hold(holder or LeaseHolder(item), fresh=True, reads=reads)
 
     def _hold(
         self,
@@ -350,13 +344,13 @@ class Worker:
             if done.status is not Committed.CUT_OFF:
                 break  # (cut off before a commit that wrote nothing: decide again)
         if done.status is Committed.REFUSED:
-            self._counted("refusals")
+            self.counted("refusals")
             if Reason.LEASE_LOST in decision.reasons:
                 raise LeaseLost(item.id)
         elif done.status is Committed.APPLIED:
             assert decision.after is not None
             holder.item = decision.after
-            self._counted("transitions")
+            self.counted("transitions")
         elif done.status is Committed.LOST:
             self._lost(holder, command, policy, actors)
         log_decision(command.name, item.id, done.status.name.lower(), decision)
@@ -380,7 +374,7 @@ class Worker:
         again = self._decide(holder.current(), command, policy, actors)
         if again.outcome is not Outcome.REFUSED:
             again = refused(holder.current(), [Reason.STALE_VERSION])
-        self._counted("refusals")
+        self.counted("refusals")
         commit(self.store, again, command=command.name, actor=self.id, now=self.clock())
         raise LeaseLost(holder.item.id)
 

@@ -1,0 +1,198 @@
+"""Items claimed ahead (``Worker(ahead=N)``, ``stopline run --ahead N``): claimed beyond what
+runs, each waits in its worker for a step thread with its lease renewed from the claim on, and
+is run by that worker, a stop included, so that the attempt its claim counted is one it makes.
+
+No assertion here depends on how fast the machine is: hooks wait on events the test sets, and
+every wait has a generous deadline.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from helpers import T0, decide_at
+from stopline import App, Automation, Evidence, ReportForReview
+from stopline.core.commands import Discover
+from stopline.runtime.automation import HookContext
+from stopline.runtime.worker import Worker
+from stopline.store import Store
+
+LEASE = 0.6  # seconds: renewed every 0.2 s while held
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+def discovered(store: Store, n: int) -> list[str]:
+    ids = [f"i{k:03d}" for k in range(n)]
+    for k, item_id in enumerate(ids):
+        store.insert(decide_at(None, Discover(item_id, "auto", f"k{k}", {}), T0))
+    return ids
+
+
+class Held:
+    """Observe hooks that wait for ``release``; ``started`` names the items whose hook began."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+        self.started: list[str] = []
+
+    def observe(self, ctx: HookContext) -> Evidence:
+        assert ctx.item is not None
+        with self.lock:
+            self.started.append(ctx.item.id)
+        self.release.wait(120)
+        return Evidence({"k": ctx.item.key})
+
+    def app(self, lease: float = LEASE) -> App:
+        def propose(ctx: HookContext) -> ReportForReview:
+            return ReportForReview({"ok": True})
+
+        auto = Automation(
+            "auto", lambda ctx: [], self.observe, propose, lease_seconds=lease, hook_timeout=120
+        )
+        return App([auto])
+
+
+def wait_until(done: Callable[[], bool], what: str, deadline: float = 120) -> None:
+    end = time.monotonic() + deadline
+    while not done():
+        assert time.monotonic() < end, f"gave up waiting for {what}"
+        time.sleep(0.02)
+
+
+def claimed_by(store: Store, worker: Worker) -> list[str]:
+    return sorted(
+        i.id for i in store.list_items(limit=100) if i.lease_owner == worker.id and i.lease_token
+    )
+
+
+@pytest.mark.parametrize("ahead", [0, 1, 3])
+def test_a_worker_claims_ahead_as_many_as_it_was_asked_beyond_what_runs(
+    store: Store, ahead: int
+) -> None:
+    """Two step threads, every hook held: each turn claims one item (a batch of one) while
+    there is room, and there is room for two running and ``ahead`` waiting."""
+    held = Held()
+    discovered(store, 6)
+    worker = Worker(store, held.app(lease=60), concurrency=2, ahead=ahead, clock=now_utc)
+    try:
+        for _ in range(6):
+            worker.tick()
+        wait_until(lambda: len(held.started) == 2, "two hooks to start")
+        assert worker.claims == 2 + ahead
+        assert len(claimed_by(store, worker)) == 2 + ahead
+        assert len(held.started) == 2  # two step threads, each held by its hook
+    finally:
+        held.release.set()
+        worker.close()
+    done = store.list_items(state="ready_for_review", limit=10)
+    assert len(done) == 2 + ahead and all(i.attempts == 1 for i in done)
+
+
+def test_an_item_claimed_ahead_keeps_its_lease_while_it_waits_and_runs_once(
+    store: Store,
+) -> None:
+    """The item waiting for a step thread keeps its claim past its first lease (renewed from
+    the claim, not from when it starts): no other worker can take it, and it runs once."""
+    held = Held()
+    ids = discovered(store, 3)
+    worker = Worker(store, held.app(), concurrency=2, ahead=1, clock=now_utc)
+    try:
+        for _ in range(3):
+            worker.tick()
+        wait_until(lambda: len(held.started) == 2, "two hooks to start")
+        (waiting,) = set(ids) - set(held.started)
+        first = store.get(waiting)
+        assert first is not None and first.lease_expires_at is not None
+        assert first.lease_owner == worker.id
+        ends = first.lease_expires_at
+
+        def moved_on() -> bool:
+            now = store.get(waiting)
+            assert now is not None and now.lease_expires_at is not None
+            return now.lease_expires_at >= ends + timedelta(seconds=4 * LEASE)
+
+        wait_until(moved_on, "the waiting item's lease to be renewed past four leases")
+        assert store.claim_batch("rival", now_utc(), 30, limit=5) == []
+        assert waiting not in held.started
+    finally:
+        held.release.set()
+        worker.close()  # a stop runs what was claimed ahead too
+    done = {i.id: i for i in store.list_items(state="ready_for_review", limit=10)}
+    assert sorted(done) == ids and all(i.attempts == 1 for i in done.values())
+    assert worker.refusals == 0 and worker.claims == 3
+
+
+def test_a_stop_runs_the_items_claimed_ahead_before_the_worker_ends(store: Store) -> None:
+    """``close`` (a stop signal ends the loop with it) waits for the items claimed ahead as for
+    those running: each is run, none is left claimed with its attempt spent."""
+    held = Held()
+    ids = discovered(store, 4)
+    worker = Worker(store, held.app(lease=60), concurrency=1, batch=2, ahead=2, clock=now_utc)
+    for _ in range(4):
+        worker.tick()
+    wait_until(lambda: len(held.started) == 2, "two hooks to start")
+    assert worker.claims == 4
+    closing = threading.Thread(target=worker.close, daemon=True)
+    closing.start()
+    held.release.set()
+    closing.join(120)
+    assert not closing.is_alive()
+    assert sorted(held.started) == ids
+    done = store.list_items(state="ready_for_review", limit=10)
+    assert sorted(i.id for i in done) == ids and all(i.attempts == 1 for i in done)
+    assert claimed_by(store, worker) == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "why"),
+    [
+        ({"ahead": -1}, "ahead must be a whole number of at least 0"),
+        ({"ahead": True, "concurrency": 2}, "ahead must be a whole number of at least 0"),
+        ({"ahead": 1.5, "concurrency": 2}, "ahead must be a whole number of at least 0"),
+        ({"ahead": 1}, "ahead needs concurrency or batch above 1"),
+    ],
+)
+def test_a_worker_refuses_an_ahead_it_cannot_keep(store: Store, kwargs: dict, why: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(ValueError, match=why):
+        Worker(store, Held().app(), **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["--ahead", "-1", "--concurrency", "4"], "--ahead must be at least 0"),
+        (["--ahead", "2"], "--ahead needs --concurrency or --batch above 1"),
+    ],
+)
+def test_run_refuses_an_ahead_it_cannot_keep(tmp_path: Path, args: list[str], why: str) -> None:
+    db = tmp_path / "never.db"
+    app = "stopline.examples.demo:app"
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "stopline.cli.main",
+            "run",
+            app,
+            "--once",
+            *args,
+            "--db",
+            f"sqlite:///{db}",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2, out.stderr
+    assert why in out.stderr and "Traceback" not in out.stderr
