@@ -313,11 +313,13 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 # The worker settings a reliability lab runs its workers under: one step at a time ("single",
-# the default), and several items in flight, claimed and committed in groups ("batch"). A
-# module that sets ``LAB_MODES = ("single", "batch")`` runs each lab test in every mode.
+# the default), several items in flight, claimed and committed in groups ("batch"), and as
+# many again claimed ahead, each waiting in its worker for a step thread ("ahead"). A module
+# that sets ``LAB_MODES = ("single", "batch", "ahead")`` runs each lab test in every mode.
 WORKER_MODES: dict[str, dict[str, str]] = {
     "single": {},
     "batch": {"STOPLINE_CONCURRENCY": "4", "STOPLINE_BATCH": "4"},
+    "ahead": {"STOPLINE_CONCURRENCY": "2", "STOPLINE_BATCH": "2", "STOPLINE_AHEAD": "2"},
 }
 
 

@@ -27,7 +27,7 @@ from proc import Proc, wait_for
 from .conftest import PgLab, PrivateServer, query
 from .test_fleet import check_fleet, reexecuted
 
-LAB_MODES = ("single", "batch")  # every lab here runs one step at a time, and in groups
+LAB_MODES = ("single", "batch", "ahead")  # one step at a time, in groups, and claimed ahead
 
 pytestmark = pytest.mark.postgres
 

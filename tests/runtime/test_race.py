@@ -11,7 +11,7 @@ from proc import wait_for
 
 from .labkit import Lab, lab_module
 
-LAB_MODES = ("single", "batch")  # every lab here runs one step at a time, and in groups
+LAB_MODES = ("single", "batch", "ahead")  # one step at a time, in groups, and claimed ahead
 
 END_STATE = {
     "done": "completed",
