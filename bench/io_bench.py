@@ -5,9 +5,9 @@ stopline: one worker process with ``concurrency=C`` and ``batch=C`` drains N ite
 The peers drain N jobs that each wait 50 ms (``peers.py`` with ``wait``), one worker process
 at the same concurrency. The ideal is C / 50 ms items per second; every row carries its ratio
 to that ideal (``ideal_ratio``). At concurrency 1 fewer items keep the run short
-(``cfg.io_items_serial``). At C = 10 and 50 stopline runs again with async hooks and
-``ahead=C // 4`` (``stopline run --ahead``): that many items claimed beyond the C running, so
-that a slot that frees starts its next item without waiting for a claim.
+(``cfg.io_items_serial``). stopline runs again with async hooks and ``ahead=max(1, C // 4)``
+(``stopline run --ahead``): that many items claimed beyond the C running, so that a slot that
+frees starts its next item without waiting for a claim.
 """
 
 from __future__ import annotations
@@ -174,11 +174,10 @@ def rows(cfg: BenchConfig) -> Iterator[Row]:
         with temp_sqlite_dir(cfg, "io") as folder:
             url = f"sqlite:///{folder / 'bench.db'}"
             yield run_once(cfg, url, "sqlite sync=FULL", "async", c)
-        if c > 1:
-            ahead = c // 4
-            with temp_database(cfg.pg_admin_dsn, "io") as name:
-                url = url_for(cfg.pg_admin_dsn, name)
-                yield run_once(cfg, url, "postgres", "async", c, ahead)
-            with temp_sqlite_dir(cfg, "io") as folder:
-                url = f"sqlite:///{folder / 'bench.db'}"
-                yield run_once(cfg, url, "sqlite sync=FULL", "async", c, ahead)
+        ahead = max(1, c // 4)
+        with temp_database(cfg.pg_admin_dsn, "io") as name:
+            url = url_for(cfg.pg_admin_dsn, name)
+            yield run_once(cfg, url, "postgres", "async", c, ahead)
+        with temp_sqlite_dir(cfg, "io") as folder:
+            url = f"sqlite:///{folder / 'bench.db'}"
+            yield run_once(cfg, url, "sqlite sync=FULL", "async", c, ahead)

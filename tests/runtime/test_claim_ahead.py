@@ -77,27 +77,28 @@ def claimed_by(store: Store, worker: Worker) -> list[str]:
     )
 
 
-@pytest.mark.parametrize("ahead", [0, 1, 3])
+@pytest.mark.parametrize(("concurrency", "ahead"), [(2, 0), (2, 1), (2, 3), (1, 1)])
 def test_a_worker_claims_ahead_as_many_as_it_was_asked_beyond_what_runs(
-    store: Store, ahead: int
+    store: Store, concurrency: int, ahead: int
 ) -> None:
-    """Two step threads, every hook held: each turn claims one item (a batch of one) while
-    there is room, and there is room for two running and ``ahead`` waiting."""
+    """``concurrency`` step threads, every hook held: each turn claims one item (a batch of
+    one) while there is room, and there is room for ``concurrency`` running and ``ahead``
+    waiting (one at a time too: its one step runs on a step thread while the loop claims)."""
     held = Held()
     discovered(store, 6)
-    worker = Worker(store, held.app(lease=60), concurrency=2, ahead=ahead, clock=now_utc)
+    worker = Worker(store, held.app(lease=60), concurrency=concurrency, ahead=ahead, clock=now_utc)
     try:
         for _ in range(6):
             worker.tick()
-        wait_until(lambda: len(held.started) == 2, "two hooks to start")
-        assert worker.claims == 2 + ahead
-        assert len(claimed_by(store, worker)) == 2 + ahead
-        assert len(held.started) == 2  # two step threads, each held by its hook
+        wait_until(lambda: len(held.started) == concurrency, "the hooks to start")
+        assert worker.claims == concurrency + ahead
+        assert len(claimed_by(store, worker)) == concurrency + ahead
+        assert len(held.started) == concurrency  # each step thread held by its hook
     finally:
         held.release.set()
         worker.close()
     done = store.list_items(state="ready_for_review", limit=10)
-    assert len(done) == 2 + ahead and all(i.attempts == 1 for i in done)
+    assert len(done) == concurrency + ahead and all(i.attempts == 1 for i in done)
 
 
 def test_an_item_claimed_ahead_keeps_its_lease_while_it_waits_and_runs_once(
@@ -161,7 +162,6 @@ def test_a_stop_runs_the_items_claimed_ahead_before_the_worker_ends(store: Store
         ({"ahead": -1}, "ahead must be a whole number of at least 0"),
         ({"ahead": True, "concurrency": 2}, "ahead must be a whole number of at least 0"),
         ({"ahead": 1.5, "concurrency": 2}, "ahead must be a whole number of at least 0"),
-        ({"ahead": 1}, "ahead needs concurrency or batch above 1"),
     ],
 )
 def test_a_worker_refuses_an_ahead_it_cannot_keep(store: Store, kwargs: dict, why: str) -> None:  # type: ignore[type-arg]
@@ -173,7 +173,6 @@ def test_a_worker_refuses_an_ahead_it_cannot_keep(store: Store, kwargs: dict, wh
     ("args", "why"),
     [
         (["--ahead", "-1", "--concurrency", "4"], "--ahead must be at least 0"),
-        (["--ahead", "2"], "--ahead needs --concurrency or --batch above 1"),
     ],
 )
 def test_run_refuses_an_ahead_it_cannot_keep(tmp_path: Path, args: list[str], why: str) -> None:

@@ -115,8 +115,6 @@ def cmd_run(args: argparse.Namespace, store: Store | None, out: Out) -> int:
         raise UsageError("--concurrency and --batch must be at least 1")
     if args.ahead < 0:
         raise UsageError("--ahead must be at least 0")
-    if args.ahead and max(args.concurrency, args.batch) == 1:
-        raise UsageError("--ahead needs --concurrency or --batch above 1")
     behind = refuse_if_behind(args, store)
     if behind:  # a rollback or rewrite before the checkpoint: no worker acts on it
         out.doc(

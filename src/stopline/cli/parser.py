@@ -127,9 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--ahead",
         type=int,
         default=os.environ.get("STOPLINE_AHEAD", "0"),
-        help="with --concurrency or --batch above 1: items each worker process claims beyond"
-        " those it runs, so that a slot that frees starts its next item at once; each waits"
-        " for a slot in this process, its lease renewed (env STOPLINE_AHEAD; default 0)",
+        help="items each worker process claims beyond those it runs, so that a slot that frees"
+        " starts its next item at once; each waits for a slot in this process, its lease"
+        " renewed (env STOPLINE_AHEAD; default 0)",
     )
     p.add_argument(
         "--linger",

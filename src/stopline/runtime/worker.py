@@ -87,16 +87,15 @@ class Worker:
         from ``STOPLINE_TRUST_ROOT``. ``concurrency``: the most items in flight at once;
         ``batch``: the most items one claim takes and one commit transaction writes (in flight
         at once: the larger of the two). With both 1, one step at a time on this thread.
-        ``ahead``: running several at once, the most items claimed beyond those, each waiting
-        for a step thread with its lease renewed (default 0: see ``docs/performance.md``)."""
+        ``ahead``: the most items claimed beyond those, each waiting for a step thread with its
+        lease renewed (default 0; above 0, the worker runs its steps on step threads even one
+        at a time, and its loop claims while they run: see ``docs/automations.md``)."""
         for name, value in (("concurrency", concurrency), ("batch", batch)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a whole number of at least 1")
         if isinstance(ahead, bool) or not isinstance(ahead, int) or ahead < 0:
             raise ValueError("ahead must be a whole number of at least 0")
         size = max(concurrency, batch)
-        if ahead and size == 1:
-            raise ValueError("ahead needs concurrency or batch above 1 (one step at a time)")
         self.store = store
         self.trust = trust if trust is not None or not host_trust else Trust.from_env()
         self.app = app
@@ -122,7 +121,7 @@ class Worker:
         self.renewer = Renewer(store, clock)  # one thread renews every lease this worker holds
         self.slots: Slots | None = None
         self.committer: GroupCommitter | None = None
-        if size > 1:
+        if size > 1 or ahead:
             limits = {a.name: a.concurrency for a in app.automations}
             self.slots = Slots(size, limits, self.process, ahead)
             self.committer = GroupCommitter(store, batch)
