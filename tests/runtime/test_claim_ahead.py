@@ -54,12 +54,18 @@ class Held:
         self.release.wait(120)
         return Evidence({"k": ctx.item.key})
 
-    def app(self, lease: float = LEASE) -> App:
+    def app(self, lease: float = LEASE, limit: int | None = None) -> App:
         def propose(ctx: HookContext) -> ReportForReview:
             return ReportForReview({"ok": True})
 
         auto = Automation(
-            "auto", lambda ctx: [], self.observe, propose, lease_seconds=lease, hook_timeout=120
+            "auto",
+            lambda ctx: [],
+            self.observe,
+            propose,
+            lease_seconds=lease,
+            hook_timeout=120,
+            concurrency=limit,
         )
         return App([auto])
 
@@ -99,6 +105,22 @@ def test_a_worker_claims_ahead_as_many_as_it_was_asked_beyond_what_runs(
         worker.close()
     done = store.list_items(state="ready_for_review", limit=10)
     assert len(done) == concurrency + ahead and all(i.attempts == 1 for i in done)
+
+
+def test_an_automations_limit_counts_its_items_claimed_ahead(store: Store) -> None:
+    """An automation's ``concurrency`` caps its items held by the worker, waiting ones too: a
+    limit of two with room for four running and four ahead claims two."""
+    held = Held()
+    discovered(store, 8)
+    worker = Worker(store, held.app(lease=60, limit=2), concurrency=4, ahead=4, clock=now_utc)
+    try:
+        for _ in range(8):
+            worker.tick()
+        wait_until(lambda: len(held.started) == 2, "two hooks to start")
+        assert worker.claims == 2 and len(claimed_by(store, worker)) == 2
+    finally:
+        held.release.set()
+        worker.close()
 
 
 def test_an_item_claimed_ahead_keeps_its_lease_while_it_waits_and_runs_once(
