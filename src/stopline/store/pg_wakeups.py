@@ -15,6 +15,8 @@ from typing import Any
 
 import psycopg
 
+from .pg_connect import tcp_settings
+
 CHANNEL = "stopline_work"
 
 
@@ -67,7 +69,10 @@ class PgWakeups:
         """The listening connection (opened on first use; the caller holds the lock)."""
         if self._listen_conn is None or self._listen_conn.closed:
             conn = psycopg.connect(
-                self.url, autocommit=True, connect_timeout=max(2, int(self.timeout))
+                self.url,
+                autocommit=True,
+                connect_timeout=max(2, int(self.timeout)),
+                **tcp_settings(self.url),
             )
             conn.execute("LISTEN " + CHANNEL)
             self._listen_conn = conn

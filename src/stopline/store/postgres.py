@@ -20,7 +20,8 @@ before ``COMMIT`` was sent is known to have written nothing, and the store canno
 the caller's statements stopped; a commit whose outcome is unknown must never be replayed
 blindly. The caller re-reads the item and decides again, and the version guard makes that safe.
 
-Waking workers: ``LISTEN``/``NOTIFY`` on a connection of its own (``pg_wakeups.py``).
+Waking workers: ``LISTEN``/``NOTIFY`` on a connection of its own (``pg_wakeups.py``). A server
+that vanished without a word ends a connection within a minute or so (``pg_connect.py``).
 
 Migrations run one by one, each in a transaction holding ``pg_advisory_xact_lock``: two hosts
 starting at once apply each migration exactly once, the second one waiting for the first.
@@ -51,6 +52,7 @@ from ..core.ledger import ledger_kind, shard_of
 from .actors import REGISTRY_PARAMS
 from .base import SQLStore, _Grouped, _shards, _Stale
 from .documents import Documents
+from .pg_connect import tcp_settings
 from .pg_pipelined import pipelined_transaction
 from .pg_wakeups import PgWakeups
 from .protocol import GuardReads
@@ -107,7 +109,7 @@ class PostgresStore(PgWakeups, SQLStore):
             min_size=min_size,
             max_size=max_size,
             timeout=timeout,
-            kwargs={"autocommit": True, "row_factory": dict_row},
+            kwargs={"autocommit": True, "row_factory": dict_row, **tcp_settings(url)},
             configure=_json_as_text,
             name="stopline",
             open=True,
