@@ -3,16 +3,14 @@
 Transactions. The two hot writes are single statements in autocommit, each its own
 transaction in one round trip: the claim, and an applied decision (the compare-and-set update
 plus its event, as one ``WITH ... UPDATE ... INSERT`` statement). Every other write is one
-transaction on a pooled connection (``BEGIN`` .. ``COMMIT``, rolled back on any error); reads run in autocommit, one snapshot per statement. The default
-isolation (READ COMMITTED) is enough: every write is guarded by a compare-and-set on the item
-version, the claim locks its row with ``FOR UPDATE SKIP LOCKED``, and registry changes (actors,
-tokens, policies) and ledger appends take advisory locks (``lock_registry``, ``lock_ledger``
-in ``sql/postgres/queries.sql``), so neither chain forks.
+transaction on a pooled connection (``BEGIN`` .. ``COMMIT``, rolled back on any error);
+reads run in autocommit, one snapshot per statement. The default isolation (READ COMMITTED) is enough: every write is guarded by a compare-and-set on the item
+version, the claim locks its row with ``FOR UPDATE SKIP LOCKED``, and registry changes and
+ledger appends take advisory locks (``lock_registry``, ``lock_ledger``), so neither chain forks.
 
 Reconnecting. A connection taken from the pool after sitting idle for more than
 ``CHECK_IDLE`` seconds is checked first (an empty query, one round trip); a broken one goes back
-to the pool, which discards it and opens a replacement, and the
-next one is tried at once. So after a server restart or a killed backend the next transaction
+to the pool, which discards it and opens a replacement, and the next one is tried at once. So after a server restart or a killed backend the next transaction
 runs on a fresh connection without delay (the pool's own ``check`` would sleep a backoff second
 per broken connection). A failure *during* a transaction is not retried here:
 it reaches the caller as :class:`psycopg.OperationalError`. That is deliberate. Only a failure
@@ -20,8 +18,8 @@ before ``COMMIT`` was sent is known to have written nothing, and the store canno
 the caller's statements stopped; a commit whose outcome is unknown must never be replayed
 blindly. The caller re-reads the item and decides again, and the version guard makes that safe.
 
-Waking workers: ``LISTEN``/``NOTIFY`` on a connection of its own (``pg_wakeups.py``). A server
-that vanished without a word ends a connection within a minute or so (``pg_connect.py``).
+Waking workers: ``LISTEN``/``NOTIFY`` on a connection of its own (``pg_wakeups.py``); TCP
+settings that end a connection to a server that vanished: ``pg_connect.py``.
 
 Migrations run one by one, each in a transaction holding ``pg_advisory_xact_lock``: two hosts
 starting at once apply each migration exactly once, the second one waiting for the first.
