@@ -162,9 +162,12 @@ def _item_view(item: Item, actors: Actors | None) -> dict[str, Any]:
     }
 
 
-def summary_view(item: Item, actors: Actors | None = None) -> dict[str, Any]:
+def summary_view(
+    item: Item, actors: Actors | None = None, findings: Sequence[Finding] = ()
+) -> dict[str, Any]:
     """One row of ``stopline items --json``; with the registry ``actors``, ``approvable`` says
-    whether a waiting proposal can still get its approvals (``None``: nothing waits)."""
+    whether a waiting proposal can still get its approvals (``None``: nothing waits); with
+    the record's integrity ``findings`` (``listing.checked``), ``next`` is ``close`` alone."""
     proposal = item.doc("proposal")
     seen = outlook(item, actors)
     return {
@@ -174,14 +177,21 @@ def summary_view(item: Item, actors: Actors | None = None) -> dict[str, Any]:
         "updated_at": format_time(item.updated_at),
         "next_eligible_at": format_time(item.next_eligible_at),
         "proposal_digest": proposal.get("digest") if isinstance(proposal, Mapping) else None,
-        "why": why(item, actors),
-        "next": next_commands(item),
+        "why": unsealed(findings) if findings else why(item, actors),
+        "next": next_commands(item, findings),
+        "integrity": integrity_view(findings),
         "approvable": None if seen is None else seen.satisfiable,
     }
 
 
 def event_view(event: Event) -> dict[str, Any]:
     return to_plain(event.to_plain())  # type: ignore[no-any-return]
+
+
+def unsealed(findings: Sequence[Finding]) -> str:
+    """One line for a record that is not what its history sealed: its first finding."""
+    first = findings[0]
+    return f"integrity_failed: {first.reason} ({first.field}); close it, act on nothing in it"
 
 
 def why(item: Item, actors: Actors | None = None) -> str:

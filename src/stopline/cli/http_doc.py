@@ -107,9 +107,12 @@ def http_markdown() -> str:
         " 1000; every filter but `overdue` applies before the limit, `overdue` to the first"
         " 1000 in the sort order); an empty filter is no filter, and an unknown one is 422 (a"
         " mistyped filter"
-        " never lists everything). Each row carries `why`, `next` (the commands to type) and"
-        " `approvable`"
-        " (`false`: a waiting proposal can never get its approvals; `null`: nothing waits).",
+        " never lists everything). Each row carries `why`, `next` (the commands to type),"
+        " `approvable` (`false`: a waiting proposal can never get its approvals; `null`:"
+        " nothing waits) and `integrity`: each row is read with its last event and checked"
+        " against it, as `GET /api/items/{item}` checks one (a row that is not what its"
+        " history sealed has `ok` false, its first finding as `why`, and `close` alone as"
+        " `next`).",
         "- `GET /api/items/{item}`: one item (`item` is its id or `AUTOMATION/KEY`), as `stopline"
         " show --json` prints it; a waiting proposal carries `outlook` (who may still approve,"
         " who may not and why, whether it can still be approved), and `integrity` says whether"

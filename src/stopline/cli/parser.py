@@ -144,9 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_log_format(p)
 
     p = add("items", lazy("read_commands", "cmd_items"), "list items")
+    p.epilog = (
+        "Each row is read with its last event and checked against it, as `show` checks one:"
+        " a record that is not what its history sealed shows its first finding as WHY, and"
+        " `close` alone as its next command."
+    )
     p.add_argument("--state", help="only items in this state")
     p.add_argument("--automation", help="only items of this automation")
-    p.add_argument("--limit", type=int, default=1000)
+    p.add_argument("--limit", type=int, default=1000, help="at most this many (default 1000)")
 
     for name, fn, help in (
         (

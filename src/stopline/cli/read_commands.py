@@ -8,6 +8,7 @@ from typing import Any
 from ..controller import Controller
 from ..core.authorship import author_text, event_author
 from ..core.states import State
+from ..listing import checked
 from ..store import Store
 from ..verification import verify_store
 from ..views import (
@@ -16,6 +17,7 @@ from ..views import (
     item_view,
     next_commands,
     summary_view,
+    unsealed,
     why,
 )
 from . import render
@@ -29,7 +31,8 @@ def cmd_items(args: argparse.Namespace, store: Store, out: Out) -> int:
         raise UsageError(
             f"unknown state {args.state!r}; one of {', '.join(s.value for s in State)}"
         )
-    items = store.list_items(state=args.state, automation=args.automation, limit=args.limit)
+    listed = store.list_items(state=args.state, automation=args.automation, limit=args.limit)
+    items = checked(store, listed)  # each as read with its head, and what it fails against it
     actors = Controller(store).deciding_actors()
     rows = [
         (
@@ -37,12 +40,12 @@ def cmd_items(args: argparse.Namespace, store: Store, out: Out) -> int:
             f"{i.automation}/{i.key}",
             i.state.value,
             f"{i.attempts}/{i.max_attempts}",
-            why(i, actors),
+            unsealed(findings) if findings else why(i, actors),
         )
-        for i in items
+        for i, findings in items
     ]
     text = render.table(rows, ["ID", "ITEM", "STATE", "ATTEMPTS", "WHY"]) if rows else "no items"
-    out.doc({"items": [summary_view(i, actors) for i in items]}, text)
+    out.doc({"items": [summary_view(i, actors, findings) for i, findings in items]}, text)
     return EXIT_OK
 
 

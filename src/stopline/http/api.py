@@ -22,6 +22,7 @@ from ..core import json_input, limits
 from ..core.decision import Outcome
 from ..core.records import Actor, Item
 from ..core.states import State, StateClass
+from ..listing import checked
 from ..server.access import authenticate
 from ..server.item_ref import ITEM_RE
 from ..server.query import whole_number
@@ -65,9 +66,9 @@ async def _who(request: Request) -> Actor | None:
     return await run_in_threadpool(authenticate, s.controller, header)
 
 
-def _summary(s: Shared, item: Item, actors: Any = None) -> dict[str, Any]:
+def _summary(s: Shared, item: Item, actors: Any = None, findings: Any = ()) -> dict[str, Any]:
     return {
-        **summary_view(item, actors),
+        **summary_view(item, actors, findings),
         "age_seconds": round(s.age(item), 3),
         "overdue": s.overdue(item),
     }
@@ -137,9 +138,10 @@ async def items_endpoint(request: Request) -> Response:
     if problems:
         return error(422, "invalid_input", "invalid filters", problems)
     s = shared(request)
-    items = await run_in_threadpool(list_items, s, filters)
+    listed = await run_in_threadpool(list_items, s, filters)
+    items = await run_in_threadpool(checked, s.store, listed)
     actors = await run_in_threadpool(s.controller.deciding_actors)
-    return JSONResponse({"items": [_summary(s, i, actors) for i in items]})
+    return JSONResponse({"items": [_summary(s, i, actors, found) for i, found in items]})
 
 
 def _unknown(ref: str) -> JSONResponse:

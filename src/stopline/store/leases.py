@@ -32,6 +32,18 @@ class SQLLeases(SQLSchema):
             item = self._one(row, cur)
         return self._with_head(item, row)
 
+    def current_many(self, ids: Sequence[str]) -> list[tuple[Item, Event | None, str | None]]:
+        """:meth:`current` of each of ``ids`` that is stored, in one statement (one snapshot)."""
+        if not ids:
+            return []
+        with self._read() as cur:
+            cur.execute(self.q["current_items"], {"ids": self._text_list(list(ids))})
+            rows = list(cur.fetchall())
+            items = self._items(rows, cur)
+        return [
+            (item, *self._with_head(item, row)[1:]) for item, row in zip(items, rows, strict=True)
+        ]
+
     def _with_head(
         self, item: Item | None, row: Row
     ) -> tuple[Item | None, Event | None, str | None]:

@@ -104,6 +104,11 @@ class Store(Protocol):
         that event's upgrade seal, from one snapshot (``(None, None, None)``: no such item)."""
         ...
 
+    def current_many(self, ids: Sequence[str]) -> list[tuple[Item, Event | None, str | None]]:
+        """:meth:`current` of each of ``ids`` that is stored, from one snapshot (in no set
+        order)."""
+        ...
+
     def guard_reads(self, item_id: str, *, history: bool, registry: bool) -> GuardReads:
         """:meth:`current`, and with ``history`` :meth:`history` and :meth:`item_ledger`, from
         one snapshot in one round trip; with ``registry`` :meth:`registry` too (checked in

@@ -71,7 +71,8 @@ RETURNING *;
 
 -- name: current_items
 -- The rows of :ids (a JSON array) with their last events and upgrade seals, as current_item
--- reads one: in the claim's own transaction, what the check of a fresh claim holds them to.
+-- reads one: in the claim's own transaction, what the check of a fresh claim holds them to;
+-- and what a listing checks each record against.
 SELECT i.*,
     e.item_id AS e_item_id, e.seq AS e_seq, e.at AS e_at, e.command AS e_command,
     e.actor AS e_actor, e.from_state AS e_from_state, e.to_state AS e_to_state, e.reasons AS e_reasons,
