@@ -299,15 +299,7 @@ WITH updated AS (
 -- name: current_items
 -- The rows of :ids (a text array) with their last events and upgrade seals, as current_item
 -- reads one: what a listing checks each record against.
-SELECT i.*,
-    e.item_id AS e_item_id, e.seq AS e_seq, e.at AS e_at, e.command AS e_command,
-    e.actor AS e_actor, e.from_state AS e_from_state, e.to_state AS e_to_state, e.reasons AS e_reasons,
-    e.digests AS e_digests, e.detail AS e_detail, e.prev_hash AS e_prev_hash, e.hash AS e_hash,
-    l.seal AS legacy_seal
-FROM items i
-LEFT JOIN events e ON e.item_id = i.id
-    AND e.seq = (SELECT MAX(m.seq) FROM events m WHERE m.item_id = i.id)
-LEFT JOIN legacy_seals l ON l.item_id = e.item_id AND l.head = e.hash
+{{items_with_heads}}
 WHERE i.id = ANY (CAST(:ids AS text[]));
 
 -- name: head_event
