@@ -25,7 +25,7 @@ from stopline.runtime.automation import HookContext
 from stopline.runtime.worker import Worker
 from stopline.store import Store
 
-LEASE = 0.6  # seconds: renewed every 0.2 s while held
+LEASE = 3.0  # seconds: renewed every second while held (two seconds to spare on a busy machine)
 
 
 def now_utc() -> datetime:
@@ -144,9 +144,9 @@ def test_an_item_claimed_ahead_keeps_its_lease_while_it_waits_and_runs_once(
         def moved_on() -> bool:
             now = store.get(waiting)
             assert now is not None and now.lease_expires_at is not None
-            return now.lease_expires_at >= ends + timedelta(seconds=4 * LEASE)
+            return now.lease_expires_at >= ends + timedelta(seconds=LEASE)
 
-        wait_until(moved_on, "the waiting item's lease to be renewed past four leases")
+        wait_until(moved_on, "the waiting item's lease to be renewed past its first lease")
         assert store.claim_batch("rival", now_utc(), 30, limit=5) == []
         assert waiting not in held.started
     finally:
@@ -195,6 +195,7 @@ def test_a_worker_refuses_an_ahead_it_cannot_keep(store: Store, kwargs: dict, wh
     ("args", "why"),
     [
         (["--ahead", "-1", "--concurrency", "4"], "--ahead must be at least 0"),
+        (["--ahead", "-3"], "--ahead must be at least 0"),
     ],
 )
 def test_run_refuses_an_ahead_it_cannot_keep(tmp_path: Path, args: list[str], why: str) -> None:
@@ -217,3 +218,4 @@ def test_run_refuses_an_ahead_it_cannot_keep(tmp_path: Path, args: list[str], wh
     )
     assert out.returncode == 2, out.stderr
     assert why in out.stderr and "Traceback" not in out.stderr
+    assert not db.exists()  # refused before any database was opened: nothing written

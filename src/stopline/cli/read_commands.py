@@ -17,7 +17,6 @@ from ..views import (
     item_view,
     next_commands,
     summary_view,
-    unsealed,
     why,
 )
 from . import render
@@ -34,18 +33,13 @@ def cmd_items(args: argparse.Namespace, store: Store, out: Out) -> int:
     listed = store.list_items(state=args.state, automation=args.automation, limit=args.limit)
     items = checked(store, listed)  # each as read with its head, and what it fails against it
     actors = Controller(store).deciding_actors()
+    views = [summary_view(i, actors, findings) for i, findings in items]
     rows = [
-        (
-            i.id,
-            f"{i.automation}/{i.key}",
-            i.state.value,
-            f"{i.attempts}/{i.max_attempts}",
-            unsealed(findings) if findings else why(i, actors),
-        )
-        for i, findings in items
+        (i.id, f"{i.automation}/{i.key}", i.state.value, f"{i.attempts}/{i.max_attempts}", v["why"])
+        for (i, _), v in zip(items, views, strict=True)
     ]
     text = render.table(rows, ["ID", "ITEM", "STATE", "ATTEMPTS", "WHY"]) if rows else "no items"
-    out.doc({"items": [summary_view(i, actors, findings) for i, findings in items]}, text)
+    out.doc({"items": views}, text)
     return EXIT_OK
 
 

@@ -7,6 +7,7 @@ input, 401 no valid bearer token, 403 a viewer or a read-only server, 404 no suc
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -20,6 +21,7 @@ from ..commands.runners import RunOptions
 from ..commands.table import exposed
 from ..core import json_input, limits
 from ..core.decision import Outcome
+from ..core.integrity import Finding
 from ..core.records import Actor, Item
 from ..core.states import State, StateClass
 from ..listing import checked
@@ -66,7 +68,9 @@ async def _who(request: Request) -> Actor | None:
     return await run_in_threadpool(authenticate, s.controller, header)
 
 
-def _summary(s: Shared, item: Item, actors: Any = None, findings: Any = ()) -> dict[str, Any]:
+def _summary(
+    s: Shared, item: Item, actors: Any = None, findings: Sequence[Finding] = ()
+) -> dict[str, Any]:
     return {
         **summary_view(item, actors, findings),
         "age_seconds": round(s.age(item), 3),
