@@ -13,14 +13,18 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from helpers import T0, decide_at
 from stopline import App, Automation, Evidence, ReportForReview
 from stopline.core.commands import Discover
+from stopline.core.decision import Decision
+from stopline.core.states import State
 from stopline.runtime.automation import HookContext
 from stopline.runtime.worker import Worker
 from stopline.store import Store
@@ -219,3 +223,96 @@ def test_run_refuses_an_ahead_it_cannot_keep(tmp_path: Path, args: list[str], wh
     assert out.returncode == 2, out.stderr
     assert why in out.stderr and "Traceback" not in out.stderr
     assert not db.exists()  # refused before any database was opened: nothing written
+
+
+# --- an item's place goes to the next one when its last decision is on its way ---------------
+
+
+class LastWriteHeld:
+    """A store whose write of ``item_id``'s last decision (to ``ready_for_review``) waits for
+    ``release``; ``writing`` is set when it has begun. Everything else goes straight through."""
+
+    def __init__(self, store: Store, item_id: str) -> None:
+        self.store = store
+        self.item_id = item_id
+        self.writing = threading.Event()
+        self.release = threading.Event()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.store, name)
+
+    def apply_many(self, decisions: list[Decision]) -> list[bool]:
+        if any(d.item_id == self.item_id and d.state is State.READY_FOR_REVIEW for d in decisions):
+            self.writing.set()
+            self.release.wait(120)
+        return self.store.apply_many(decisions)
+
+
+class Counted:
+    """Observe hooks that note when each began and how many ran at once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.started: dict[str, threading.Event] = {}
+        self.running = self.most = 0
+
+    def begun(self, item_id: str) -> threading.Event:
+        with self.lock:
+            return self.started.setdefault(item_id, threading.Event())
+
+    def observe(self, ctx: HookContext) -> Evidence:
+        assert ctx.item is not None
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        self.begun(ctx.item.id).set()
+        time.sleep(0.01)
+        with self.lock:
+            self.running -= 1
+        return Evidence({"k": ctx.item.key})
+
+
+@pytest.mark.parametrize(("concurrency", "ahead", "limit"), [(1, 1, None), (2, 2, 1)])
+def test_the_next_item_runs_while_the_last_decision_of_the_one_before_is_written(
+    store: Store, concurrency: int, ahead: int, limit: int | None
+) -> None:
+    """Once an item calls nothing more, its place (and its automation's) goes to the next:
+    the hooks of ``i001`` run while the write that ends ``i000`` waits, and never more hooks
+    at once than the worker's ``concurrency`` and the automation's limit allow."""
+    counted, ids = Counted(), discovered(store, 2)
+    slow = LastWriteHeld(store, ids[0])
+    auto = replace(Held().app(lease=60, limit=limit).automations[0], observe=counted.observe)
+    worker = Worker(
+        cast(Store, slow), App([auto]), concurrency=concurrency, ahead=ahead, clock=now_utc
+    )
+    try:
+        wait_until(lambda: worker.tick() and slow.writing.is_set(), "i000's last write")
+        for _ in range(5):
+            worker.tick()  # claims i001, if it is not claimed yet
+        assert counted.begun(ids[1]).wait(60), "i001 waited for the write that ends i000"
+        assert not slow.release.is_set()
+    finally:
+        slow.release.set()
+        worker.close()
+    done = store.list_items(state="ready_for_review", limit=10)
+    assert sorted(i.id for i in done) == ids and all(i.attempts == 1 for i in done)
+    assert counted.most == min(concurrency, limit or concurrency)
+
+
+def test_a_stop_waits_for_the_last_write_of_an_item_whose_place_went_on(store: Store) -> None:
+    """``close`` waits for every write in flight, the last one of an item whose place the
+    next item already took: the worker ends with nothing half done."""
+    counted, ids = Counted(), discovered(store, 1)
+    slow = LastWriteHeld(store, ids[0])
+    auto = replace(Held().app(lease=60).automations[0], observe=counted.observe)
+    worker = Worker(cast(Store, slow), App([auto]), concurrency=1, ahead=1, clock=now_utc)
+    wait_until(lambda: worker.tick() and slow.writing.is_set(), "i000's last write")
+    closing = threading.Thread(target=worker.close, daemon=True)
+    closing.start()
+    closing.join(1.0)
+    waited = closing.is_alive()  # always, while the write waits (a close that did not: gone)
+    slow.release.set()
+    closing.join(120)
+    assert waited and not closing.is_alive()
+    done = store.get(ids[0])
+    assert done is not None and done.state is State.READY_FOR_REVIEW and done.lease_owner is None

@@ -26,7 +26,9 @@ from typing import Any
 from ..core.records import Item
 from .watchdog import Abandoned, Watchdog
 
-Task = tuple[Item, Callable[[], object]]
+# an item, its step, and whether it must wait for a place to run (a step taken over does not:
+# it goes on in the place its hook's thread held)
+Task = tuple[Item, Callable[[], object], bool]
 
 
 class Slots:
@@ -43,10 +45,14 @@ class Slots:
         self.watchdog = Watchdog()
         self._run = run
         self._inbox: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
-        self._threads = 0  # step threads serving the inbox (a thread held by a hook included)
+        self._threads = 0  # step threads (a thread held by a hook excluded)
+        self._idle = 0  # step threads waiting for a task no start has reserved yet
+        self._running = 0  # steps holding one of the ``size`` places
         self._closed = False
         self._cond = threading.Condition()
-        self._flying: Counter[str] = Counter()
+        self._flying: Counter[str] = Counter()  # items from their start to their step's end
+        self._finishing: Counter[str] = Counter()  # of those, items whose last write is on its way
+        self._finished_early: set[str] = set()
         self._errors: list[BaseException] = []
 
     @property
@@ -56,37 +62,54 @@ class Slots:
 
     def room(self, automations: Sequence[str]) -> tuple[list[str], int]:
         """The automations that may take one more item now, and how many items may start (or
-        wait, ``ahead`` of them at most, for a step thread)."""
+        wait, ``ahead`` of them at most, for a step thread). An item whose last decision is on
+        its way to the database (:meth:`finishing`) no longer counts, up to ``size`` of them."""
         with self._cond:
-            free = self.size + self.ahead - sum(self._flying.values())
+            finishing = min(self.size, sum(self._finishing.values()))
+            free = self.size + self.ahead + finishing - sum(self._flying.values())
             names, room = [], free
             for name in automations:
                 limit = self.limits.get(name)
+                held = self._flying[name] - self._finishing[name]
                 if limit is None:
                     names.append(name)
-                elif self._flying[name] < limit:
+                elif held < limit:
                     names.append(name)
-                    room = min(room, limit - self._flying[name])
+                    room = min(room, limit - held)
             return names, max(0, room) if names else 0
 
     def start(self, item: Item, *args: Any) -> None:
-        """Run ``run(item, *args)`` on a step thread (when one is free)."""
+        """Run ``run(item, *args)`` on a step thread, once one of the ``size`` places is free."""
         with self._cond:
             if self._closed:
                 raise RuntimeError("the slots take no more steps")
             self._flying[item.automation] += 1
-            grow = self._threads < self.size
-            self._threads += grow
-        self._inbox.put((item, lambda: self._run(item, *args)))
-        if grow:
+            spawn = not self._idle
+            if spawn:
+                self._threads += 1
+            else:
+                self._idle -= 1  # reserved for this task
+        self._inbox.put((item, lambda: self._run(item, *args), True))
+        if spawn:
             self._spawn(None)
+
+    def finishing(self, item: Item) -> None:
+        """``item``'s step calls nothing more: what is left is writing its last decision. Its
+        place goes to the next item now, not when the write returns (a step thread then waits
+        for the database while another runs hooks). Called on the step's thread; once."""
+        with self._cond:
+            if self._flying[item.automation] and item.id not in self._finished_early:
+                self._finished_early.add(item.id)
+                self._finishing[item.automation] += 1
+                self._running -= 1
+                self._cond.notify_all()
 
     def take_over(self, item: Item, work: Callable[[], object]) -> None:
         """Go on with ``item``'s step, already in flight, by ``work`` on a new step thread
         (its own thread is held by a hook past its time, and ends when that returns)."""
         with self._cond:
             self._threads += 1
-        self._spawn((item, work))
+        self._spawn((item, work, False))
 
     def _spawn(self, first: Task | None) -> None:
         thread = threading.Thread(target=self._serve, args=(first,), daemon=True)
@@ -98,9 +121,14 @@ class Slots:
         while task is not None and self._step(*task):
             task = self._inbox.get()
 
-    def _step(self, item: Item, work: Callable[[], object]) -> bool:
+    def _step(self, item: Item, work: Callable[[], object], wait: bool) -> bool:
         """Run one step; ``False`` when its hook was abandoned (another thread took the step
-        and its slot over, and this thread ends)."""
+        and its place over, and this thread ends)."""
+        if wait:
+            with self._cond:
+                while self._running >= self.size:
+                    self._cond.wait()
+                self._running += 1
         try:
             work()
         except Abandoned:
@@ -111,7 +139,13 @@ class Slots:
             with self._cond:
                 self._errors.append(error)
         with self._cond:
+            if item.id in self._finished_early:
+                self._finished_early.discard(item.id)
+                self._finishing[item.automation] -= 1
+            else:
+                self._running -= 1
             self._flying[item.automation] -= 1
+            self._idle += 1
             self._cond.notify_all()
         return True
 
@@ -123,7 +157,7 @@ class Slots:
             raise errors[0]
 
     def wait(self, timeout: float) -> None:
-        """Wait until a step ends (or ``timeout`` seconds), when any is in flight."""
+        """Wait until a step ends or finishes (or ``timeout`` seconds), when any is in flight."""
         with self._cond:
             if sum(self._flying.values()):
                 self._cond.wait(timeout)

@@ -332,6 +332,7 @@ class Worker:
             decision = self._decide(holder.current(), command, policy, actors)
             if decision.applied:
                 decision = self._chain(decision, policy)
+                self._finishing(decision)
             done = commit(
                 self.store,
                 decision,
@@ -382,6 +383,14 @@ class Worker:
         goes away midway (``commit.reading_back``)."""
         write = self.store.apply if self.committer is None else self.committer.apply
         return reading_back(self.store, write, self._unavailable, decision)
+
+    def _finishing(self, decision: Decision) -> None:
+        """No hold after ``decision`` (a stop, a lease let go): its place goes to the next."""
+        before, after = decision.before, decision.after
+        if self.slots is None or before is None or after is None:
+            return
+        if after.lease_owner != self.id or not after.state.is_work:
+            self.slots.finishing(before)
 
     def _chain(self, decision: Decision, policy: Policy) -> Decision:
         after = decision.after
