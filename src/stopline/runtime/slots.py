@@ -1,18 +1,21 @@
 """The steps a worker process runs at once (``--concurrency``, ``--batch``).
 
-:class:`Slots` runs each claimed item's steps (``Worker.process``) on one of ``size`` step
-threads: a plain hook runs in place on its step's thread, timed by the slots' watchdog
+:class:`Slots` runs each claimed item's steps (``Worker.process``) on a step thread, at most
+``size`` at once (each holds a place): a plain hook runs in place on its step's thread, timed by the slots' watchdog
 (``watchdog.py``), an ``async`` hook on the process's event loop (``hooks.py``). It counts what
 is in flight, per automation too, so that the worker claims only what it has room for: never
 more than ``size`` items running and ``ahead`` more claimed and waiting for a step thread (so
 that a step thread that ends an item starts the next at once, without waiting for a claim),
-nor more of one automation than its ``concurrency``. What a step
+nor more of one automation than its ``concurrency``. An item whose step calls nothing more
+(its last decision is on its way to the database: :meth:`Slots.finishing`) gives its place to
+the next item while its thread waits for that write; it stays in flight until the write
+returns, so a stop (:meth:`Slots.drain`) waits for it. What a step
 thread raised (a database that went away, say) is raised again in the worker's loop, where
 the reconnect rules apply.
 
 A step whose hook ran past its time is taken over by a new thread (:meth:`Slots.take_over`),
-which then serves in place of the one its hook still holds: the item keeps its one slot, and
-the slots keep ``size`` threads that can run a step.
+which then serves in place of the one its hook still holds: the item keeps its one place, and
+the slots keep ``size`` places for steps.
 """
 
 from __future__ import annotations
