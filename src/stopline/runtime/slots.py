@@ -52,7 +52,9 @@ class Slots:
         self._idle = 0  # step threads waiting for a task no start has reserved yet
         self._running = 0  # steps holding one of the ``size`` places
         self._closed = False
-        self._cond = threading.Condition()
+        lock = threading.Lock()
+        self._cond = threading.Condition(lock)  # a step ended or finished: the loop, a drain
+        self._place = threading.Condition(lock)  # a place is free: one step waiting for it
         self._flying: Counter[str] = Counter()  # items from their start to their step's end
         self._finishing: Counter[str] = Counter()  # of those, items whose last write is on its way
         self._finished_early: set[str] = set()
@@ -105,6 +107,7 @@ class Slots:
                 self._finished_early.add(item.id)
                 self._finishing[item.automation] += 1
                 self._running -= 1
+                self._place.notify()
                 self._cond.notify_all()
 
     def take_over(self, item: Item, work: Callable[[], object]) -> None:
@@ -130,7 +133,7 @@ class Slots:
         if wait:
             with self._cond:
                 while self._running >= self.size:
-                    self._cond.wait()
+                    self._place.wait()
                 self._running += 1
         try:
             work()
@@ -147,6 +150,7 @@ class Slots:
                 self._finishing[item.automation] -= 1
             else:
                 self._running -= 1
+                self._place.notify()
             self._flying[item.automation] -= 1
             self._idle += 1
             self._cond.notify_all()
