@@ -96,13 +96,15 @@ def decide_at(
 
 def insert_old(store: Store, decision: Decision) -> None:
     """Write a discovery as a store of schema version 7 or older did: the item row without the
-    columns of later migrations (its documents inline, no inbox keys), its event and, where the
+    columns of later migrations (8 and 9) (its documents inline, no inbox keys), its event and, where the
     schema has the ledger (version 4 on), its ledger entry. For tests of a migration: the
     store's own ``insert`` writes the columns of the newest schema."""
     from stopline.core.ledger import CREATE
 
     assert decision.after is not None and decision.event is not None
     insert = store.q["insert_item"]  # type: ignore[attr-defined]
+    for later in (",\n    search_text", ",\n    :search_text", ",\n    %(search_text)s"):
+        insert = insert.replace(later, "")  # migration 9's column
     for new in (", state_since, severity_rank", ", :created_at, :severity_rank"):
         insert = insert.replace(new, "")
     insert = insert.replace(", %(created_at)s, %(severity_rank)s)", ")")

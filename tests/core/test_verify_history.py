@@ -22,6 +22,7 @@ from stopline.core.canonical import format_time
 from stopline.core.commands import Approve, Close, NeedsEyes, Note
 from stopline.core.integrity import APPROVAL_UNRECORDED, AUTHOR_MALFORMED, Finding
 from stopline.core.records import Event, Item
+from stopline.core.search import search_text
 from stopline.core.states import State
 from stopline.core.step import bind_idempotency
 from stopline.core.verify import (
@@ -377,10 +378,15 @@ def test_inbox_keys_edited_either_way_are_found() -> None:
     h = Harness()
     h.to_exception()
     since, rank = entered_at(h.it, h.events), severity.rank(h.it.data)
-    assert stop_key_findings(h.it, h.events, since, rank) == []
+    text = search_text(h.it)
+    assert text is not None
+    assert stop_key_findings(h.it, h.events, since, rank, text) == []
     for stored in (None, since - timedelta(seconds=1), since + timedelta(seconds=1)):
-        found = stop_key_findings(h.it, h.events, stored, rank)
+        found = stop_key_findings(h.it, h.events, stored, rank, text)
         assert where(found) == [("item", ID, "state_since", STOP_KEY_MISMATCH)], stored
     for stored_rank in (rank - 1, rank + 1):
-        found = stop_key_findings(h.it, h.events, since, stored_rank)
+        found = stop_key_findings(h.it, h.events, since, stored_rank, text)
         assert where(found) == [("item", ID, "severity_rank", STOP_KEY_MISMATCH)], stored_rank
+    for stored_text in (None, "", text + " x", text.upper()):
+        found = stop_key_findings(h.it, h.events, since, rank, stored_text)
+        assert where(found) == [("item", ID, "search_text", STOP_KEY_MISMATCH)], stored_text

@@ -164,6 +164,7 @@ def test_stuck_work_lists_work_items_that_have_not_moved(store: Store) -> None:
 def test_each_row_keeps_the_inbox_keys_its_events_and_data_give(store: Store) -> None:
     """``state_since`` and ``severity_rank`` (migration 8) are written with every decision and
     agree with the events and the data they derive from; ``verify`` recomputes them."""
+    from stopline.core.search import search_text
     from stopline.core.verify import entered_at, stop_key_findings
     from stopline.verification import verify_store
 
@@ -177,19 +178,26 @@ def test_each_row_keeps_the_inbox_keys_its_events_and_data_give(store: Store) ->
     discover(store, "fresh", at=T0 + 7 * S)
     keys = store.stop_keys()
     expected = {}
-    for item in (two, exc, store.find("auto", "fresh")):
-        assert item is not None
-        expected[item.id] = (entered_at(item, store.history(item.id)), 3 if item is two else 2)
+    fresh = store.find("auto", "fresh")
+    assert fresh is not None
+    for item in (two, exc, fresh):
+        since = entered_at(item, store.history(item.id))
+        expected[item.id] = (since, 3 if item is two else 2, search_text(item))
     assert keys == expected
-    assert keys[two.id] == (T0, 3) and keys[exc.id] == (T0 + 5 * S, 2)
+    assert keys[two.id][:2] == (T0, 3) and keys[exc.id][:2] == (T0 + 5 * S, 2)
+    assert keys[exc.id][2] is not None and keys[exc.id][2].startswith("auto/e ")
+    assert keys[fresh.id][2] is None  # work: never searched
     assert not [f for f in verify_store(store).findings if f.reason == "stop_key_mismatch"]
     # Each key, edited alone, is found.
     item = store.get(exc.id)
     assert item is not None
-    moved = stop_key_findings(item, store.history(exc.id), T0, 2)
+    text = keys[exc.id][2]
+    moved = stop_key_findings(item, store.history(exc.id), T0, 2, text)
     assert [(f.field, f.reason) for f in moved] == [("state_since", "stop_key_mismatch")]
-    raised = stop_key_findings(item, store.history(exc.id), T0 + 5 * S, 4)
+    raised = stop_key_findings(item, store.history(exc.id), T0 + 5 * S, 4, text)
     assert [(f.field, f.reason) for f in raised] == [("severity_rank", "stop_key_mismatch")]
+    hidden = stop_key_findings(item, store.history(exc.id), T0 + 5 * S, 2, "")
+    assert [(f.field, f.reason) for f in hidden] == [("search_text", "stop_key_mismatch")]
 
 
 def test_a_page_reads_the_index_of_stopped_items_not_every_row(tmp_path: Path) -> None:
@@ -246,7 +254,64 @@ def test_the_upgrade_fills_the_inbox_keys_from_the_events(blank_store_url: str) 
         assert high.after is not None
         data = freeze({**thaw(high.after.data), "severity": "high"})
         insert_inline(store, replace(high, after=replace(high.after, data=data)))
-        assert store.migrate() == [8]
-        assert store.stop_keys() == {"plain": (T0, 2), "high": (T0 + S, 3)}
+        assert store.migrate() == [8, 9]
+        assert store.stop_keys() == {"plain": (T0, 2, None), "high": (T0 + S, 3, None)}
     finally:
         store.close()
+
+
+def test_migration_9_fills_the_search_line_of_stopped_rows_written_before_it(
+    store_url: str,
+) -> None:
+    """Rows of stopped items written before migration 9 (no ``search_text``; the proposal a
+    document stored apart) get the line the writer of the row makes, from their data with
+    the documents put back; a search then finds them by it and ``verify`` finds nothing."""
+    from stopline.core.search import search_text
+    from stopline.store import open_store, raw
+    from stopline.verification import verify_store
+    from store.test_documents import stored_data
+
+    store = open_store(store_url)
+    try:
+        item = awaiting(store, "big", T0)
+        rationale = "Überlast " + "x" * 400  # the proposal a document of its own (256 B on)
+        discover(store, "k2", at=T0, policy=TWO)
+        claimed = store.claim("w1", T0, 30.0)
+        assert claimed is not None
+        observed = decide_at(claimed, Observe("w1", claimed.lease_token, {}, T0), T0, TWO)
+        assert observed.after is not None and store.apply(observed)
+        claimed = store.claim("w1", T0, 30.0)
+        assert claimed is not None
+        command = Propose("w1", claimed.lease_token, "restart", "api", {"n": 1}, rationale, None)
+        proposed = decide_at(claimed, command, T0, TWO)
+        assert proposed.after is not None and store.apply(proposed)
+        assert set(stored_data(store, proposed.after.id)["proposal"]) == {"$doc"}
+        expected = {i.id: search_text(i) for i in (item, proposed.after)}
+        with raw.writing(store) as cur:  # the database as a store before migration 9 left it
+            cur.execute("ALTER TABLE items DROP COLUMN search_text")
+            cur.execute("DELETE FROM schema_migrations WHERE version = 9")
+    finally:
+        store.close()
+    upgraded = open_store(store_url, migrate=False, check=False)
+    try:
+        assert upgraded.migrate() == [9]
+        keys = upgraded.stop_keys()
+        assert {i: keys[i][2] for i in expected} == expected
+        assert "überlast" in (expected[proposed.after.id] or "")
+        hits = upgraded.insights.stop_page(StopQuery(text="überlast x"))
+        assert [r.item.key for r in hits] == ["k2"]
+        assert not [f for f in verify_store(upgraded).findings if f.reason == "stop_key_mismatch"]
+    finally:
+        upgraded.close()
+
+
+def test_a_search_ignores_case_beyond_ascii(store: Store) -> None:
+    """The line is lower-cased by Python as the search text is, so a search ignores the case
+    of every letter, not of ASCII letters alone (SQLite's ``LOWER`` knows no others)."""
+    awaiting(store, "ÉTÉ-1", T0)
+    awaiting(store, "ete-2", T0 + S)
+    found = {
+        text: [r.item.key for r in store.insights.stop_page(StopQuery(text=text))]
+        for text in ("été", "ÉTÉ", "ete-", "ÉtÉ-1")
+    }
+    assert found == {"été": ["ÉTÉ-1"], "ÉTÉ": ["ÉTÉ-1"], "ete-": ["ete-2"], "ÉtÉ-1": ["ÉTÉ-1"]}

@@ -13,6 +13,7 @@ from . import severity
 from .canonical import format_time
 from .integrity import APPROVAL_UNRECORDED, RECORD_MALFORMED, Finding, author_findings
 from .records import Event, Item
+from .search import search_text
 from .transitions import Cmd, lookup
 
 CHAIN_BROKEN = "chain_broken"
@@ -246,11 +247,15 @@ def entered_at(item: Item, events: Sequence[Event]) -> datetime:
 
 
 def stop_key_findings(
-    item: Item, events: Sequence[Event], stored_since: datetime | None, stored_rank: int
+    item: Item,
+    events: Sequence[Event],
+    stored_since: datetime | None,
+    stored_rank: int,
+    stored_text: str | None,
 ) -> list[Finding]:
-    """The inbox keys of ``item``'s row (``state_since``, ``severity_rank``) against what its
-    events and data say: a row edited to move an item in, or out of, the inbox's order or its
-    overdue list is found."""
+    """The inbox keys of ``item``'s row (``state_since``, ``severity_rank``, ``search_text``)
+    against what its events and data say: a row edited to move an item in, or out of, the
+    inbox's order, its overdue list or a search's results is found."""
     found = []
     expected = entered_at(item, events)
     if stored_since != expected:
@@ -272,6 +277,17 @@ def stop_key_findings(
                 "severity_rank",
                 STOP_KEY_MISMATCH,
                 f"the row says {stored_rank}, its data says {rank}",
+            )
+        )
+    text = search_text(item)
+    if stored_text != text:
+        found.append(
+            Finding(
+                "item",
+                item.id,
+                "search_text",
+                STOP_KEY_MISMATCH,
+                f"the row says {stored_text!r}, its data says {text!r}",
             )
         )
     return found

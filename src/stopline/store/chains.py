@@ -124,11 +124,16 @@ class SQLChains(SQLDocuments):
             cur.execute(self.q["item_classes"], {})
             return [(r["id"], r["state"], r["state_class"]) for r in cur.fetchall()]
 
-    def stop_keys(self) -> dict[str, tuple[datetime | None, int]]:
-        """item id -> (state_since, severity_rank), the inbox keys of its row, as stored."""
+    def stop_keys(self) -> dict[str, tuple[datetime | None, int, str | None]]:
+        """item id -> (state_since, severity_rank, search_text), the inbox keys of its row,
+        as stored."""
         with self._read() as cur:
             cur.execute(self.q["stop_keys"], {})
             return {
-                r["id"]: (self._from_time(r["state_since"]), int(r["severity_rank"]))
+                r["id"]: (
+                    self._from_time(r["state_since"]),
+                    int(r["severity_rank"]),
+                    r["search_text"],
+                )
                 for r in cur.fetchall()
             }

@@ -251,8 +251,9 @@ class Store(Protocol):
 
     def item_classes(self) -> list[tuple[str, str, str]]: ...
 
-    def stop_keys(self) -> dict[str, tuple[datetime | None, int]]:
-        """item id -> the inbox keys of its row (``state_since``, ``severity_rank``)."""
+    def stop_keys(self) -> dict[str, tuple[datetime | None, int, str | None]]:
+        """item id -> the inbox keys of its row (``state_since``, ``severity_rank``,
+        ``search_text``)."""
         ...
 
     def document_findings(self) -> list[Finding]:

@@ -16,6 +16,7 @@ from ..core.frozen import deeply_frozen, freeze, load_frozen, load_frozen_deep, 
 from ..core.integrity import stored_form
 from ..core.ledger import LedgerEntry
 from ..core.records import Actor, Event, Item
+from ..core.search import search_text
 from ..core.states import State
 
 Row = Mapping[str, Any]
@@ -173,6 +174,7 @@ class SQLRows(ABC):
             "attempt_log": self._json(list(item.attempt_log)),
             "data": self._json(item.data if data is None else data),
             "severity_rank": severity.rank(item.data),
+            "search_text": search_text(item),
         }
 
     def _event(self, row: Row) -> Event:

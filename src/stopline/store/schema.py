@@ -9,11 +9,13 @@ from typing import Any
 from ..core.integrity import item_seal
 from ..core.ledger import REGISTRY, REGISTRY_KIND, ledger_kind
 from ..core.registry import POLICY, TOKEN_ISSUE, TOKEN_REVOKE
+from ..core.search import search_text
 from .actors import SQLActors
 from .errors import SchemaMismatch
 
 INTEGRITY_MIGRATION = 4  # 0004_integrity: the ledger and seals (see _record_legacy)
 DOCUMENTS_MIGRATION = 7  # 0007_documents: documents stored apart (see _store_lookalikes)
+SEARCH_MIGRATION = 9  # 0009_search_text: the search line kept in the row (_fill_search_text)
 
 
 class SQLSchema(SQLActors):
@@ -40,6 +42,22 @@ class SQLSchema(SQLActors):
             self._record_legacy(cur)
         if version == DOCUMENTS_MIGRATION:
             self._store_lookalikes(cur)
+        if version == SEARCH_MIGRATION:
+            self._fill_search_text(cur)
+
+    def _fill_search_text(self, cur: Any) -> None:
+        """Migration 9: the search line of every stopped item written before it, made from its
+        data (documents put back) by the function that writes it from now on."""
+        after = ""
+        while True:
+            cur.execute(self.q["stopped_after"], {"after": after, "limit": 500})
+            rows = cur.fetchall()
+            if not rows:
+                return
+            for item in self._items(rows, cur):
+                params = {"id": item.id, "search_text": search_text(item)}
+                cur.execute(self.q["set_search_text"], params)
+            after = rows[-1]["id"]
 
     def _record_legacy(self, cur: Any) -> None:
         """Upgrading a database from before the ledger and seals: record what is there now, as

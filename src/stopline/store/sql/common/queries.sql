@@ -21,4 +21,4 @@ LEFT JOIN legacy_seals l ON l.item_id = e.item_id AND l.head = e.hash;
 WHERE i.id = :id;
 
 -- name: stop_keys
-SELECT id, state_since, severity_rank FROM items ORDER BY id;
+SELECT id, state_since, severity_rank, search_text FROM items ORDER BY id;

@@ -11,56 +11,9 @@ ORDER BY outcome;
 -- `state_since` (when the item entered its current state) and `severity_rank` (the rank of
 -- data.severity in core/severity.py; migration 0008), and partial indexes over stopped items
 -- hold them in the orders a page follows, so a page reads its own rows, not every stopped
--- item. A search (:text, lower-cased) still reads every stopped item that passes the other
--- filters: the text it matches (automation/key and the reason the item stopped) is built from
--- the documents at query time.
-
--- name: stop_hits
--- A fragment (not run alone): the ids of the stopped items whose search text contains :text
--- (none is computed when :text is null). `docs`: the documents the search reads, each from the
--- documents table when the row holds a reference to it ({"$doc": digest},
--- stopline.store.documents), else inline.
-WITH docs AS (
-    SELECT items.id AS doc_id,
-        COALESCE((SELECT CAST(d.body AS json) FROM documents d
-                  WHERE d.digest = items.data->'proposal'->>'$doc'
-                    AND encode(sha256(convert_to(d.body, 'UTF8')), 'hex') = d.digest),
-                 items.data->'proposal') AS proposal,
-        COALESCE((SELECT CAST(d.body AS json) FROM documents d
-                  WHERE d.digest = items.data->'report'->>'$doc'
-                    AND encode(sha256(convert_to(d.body, 'UTF8')), 'hex') = d.digest),
-                 items.data->'report') AS report,
-        COALESCE((SELECT CAST(d.body AS json) FROM documents d
-                  WHERE d.digest = items.data->'exception'->>'$doc'
-                    AND encode(sha256(convert_to(d.body, 'UTF8')), 'hex') = d.digest),
-                 items.data->'exception') AS exception,
-        COALESCE((SELECT CAST(d.body AS json) FROM documents d
-                  WHERE d.digest = items.data->'account'->>'$doc'
-                    AND encode(sha256(convert_to(d.body, 'UTF8')), 'hex') = d.digest),
-                 items.data->'account') AS account,
-        COALESCE((SELECT CAST(d.body AS json) FROM documents d
-                  WHERE d.digest = items.data->'revision'->>'$doc'
-                    AND encode(sha256(convert_to(d.body, 'UTF8')), 'hex') = d.digest),
-                 items.data->'revision') AS revision
-    FROM items
-    WHERE items.state_class = 'stop' AND CAST(:text AS TEXT) IS NOT NULL
-      AND (CAST(:state AS TEXT) IS NULL OR items.state = CAST(:state AS TEXT))
-      AND (CAST(:automation AS TEXT) IS NULL OR items.automation = CAST(:automation AS TEXT))
-), hits AS (
-    SELECT items.id FROM items JOIN docs ON docs.doc_id = items.id
-    WHERE strpos(LOWER(
-            items.automation || '/' || items.key
-            || ' ' || COALESCE(docs.proposal->>'action', '')
-            || ' ' || COALESCE(docs.proposal->>'target', '')
-            || ' ' || COALESCE(docs.proposal->>'rationale', '')
-            || ' ' || COALESCE(docs.report->'data'->>'summary', '')
-            || ' ' || COALESCE(docs.exception->>'owner', '')
-            || ' ' || COALESCE(docs.exception->>'why', '')
-            || ' ' || COALESCE(docs.account->'last_error'->>'class', '')
-            || ' ' || COALESCE(docs.account->'last_error'->>'message', '')
-            || ' ' || COALESCE(docs.revision->'failure'->>'reasons', '')),
-        CAST(:text AS TEXT)) > 0
-)
+-- item. A search (:text, lower-cased) matches `search_text`, the line each stopped item's row
+-- keeps (core/search.py; migration 0009): it reads the stopped items that pass the other
+-- filters, one column each, without their documents.
 
 -- name: stop_where
 -- A fragment: the filters every inbox query applies to `items`.
@@ -69,12 +22,11 @@ items.state_class = 'stop'
   AND (CAST(:automation AS TEXT) IS NULL OR items.automation = CAST(:automation AS TEXT))
   AND (CAST(:stopped_before AS timestamptz) IS NULL
        OR items.state_since < CAST(:stopped_before AS timestamptz))
-  AND (CAST(:text AS TEXT) IS NULL OR items.id IN (SELECT id FROM hits))
+  AND (CAST(:text AS TEXT) IS NULL OR strpos(items.search_text, CAST(:text AS TEXT)) > 0)
 
 -- name: stop_page_oldest
 -- One page, oldest stop first, after the key (:after_since, :after_id) of the last row of the
 -- previous page.
-{{stop_hits}}
 SELECT items.*, items.state_since AS since, items.severity_rank AS sev FROM items
 WHERE {{stop_where}}
   AND (CAST(:after_id AS TEXT) IS NULL
@@ -84,7 +36,6 @@ LIMIT :limit;
 
 -- name: stop_page_newest
 -- One page, newest stop first.
-{{stop_hits}}
 SELECT items.*, items.state_since AS since, items.severity_rank AS sev FROM items
 WHERE {{stop_where}}
   AND (CAST(:after_id AS TEXT) IS NULL
@@ -94,7 +45,6 @@ LIMIT :limit;
 
 -- name: stop_page_severity
 -- One page, most severe first, then oldest stop first.
-{{stop_hits}}
 SELECT items.*, items.state_since AS since, items.severity_rank AS sev FROM items
 WHERE {{stop_where}}
   AND (CAST(:after_id AS TEXT) IS NULL
@@ -106,7 +56,6 @@ LIMIT :limit;
 
 -- name: stop_counts
 -- How many stopped items match the same filters, by state, and the earliest `since` of each.
-{{stop_hits}}
 SELECT items.state, COUNT(*) AS n, MIN(items.state_since) AS oldest FROM items
 WHERE {{stop_where}}
 GROUP BY items.state

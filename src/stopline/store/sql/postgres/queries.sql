@@ -126,10 +126,12 @@ WHERE id = :id AND lease_owner = :worker AND lease_token = :token AND lease_expi
 -- name: insert_item
 INSERT INTO items (id, automation, key, state, state_class, version, seq, head, created_at,
     updated_at, attempts, max_attempts, next_eligible_at, lease_owner, lease_token,
-    lease_expires_at, claimed_at, attempt_log, data, state_since, severity_rank)
+    lease_expires_at, claimed_at, attempt_log, data, state_since, severity_rank,
+    search_text)
 VALUES (:id, :automation, :key, :state, :state_class, :version, :seq, :head, :created_at,
     :updated_at, :attempts, :max_attempts, :next_eligible_at, :lease_owner, :lease_token,
-    :lease_expires_at, :claimed_at, :attempt_log, :data, :created_at, :severity_rank)
+    :lease_expires_at, :claimed_at, :attempt_log, :data, :created_at, :severity_rank,
+    :search_text)
 ON CONFLICT (automation, key) DO NOTHING;
 
 -- name: insert_event
@@ -269,7 +271,7 @@ WITH updated AS (
         lease_owner = :lease_owner, lease_token = :lease_token,
         lease_expires_at = :lease_expires_at, claimed_at = :claimed_at,
         attempt_log = :attempt_log, data = :data,
-        severity_rank = :severity_rank,
+        severity_rank = :severity_rank, search_text = :search_text,
         state_since = CASE WHEN CAST(:from_state AS text) IS NULL
             OR CAST(:from_state AS text) <> :to_state THEN CAST(:at AS timestamptz)
             ELSE state_since END
@@ -446,6 +448,13 @@ SELECT digest, body FROM documents;
 -- name: referencing_items
 -- The rows whose data may hold a reference to a document (the store parses the rest).
 SELECT id, data FROM items WHERE strpos(CAST(data AS text), '"$doc"') > 0;
+
+-- name: stopped_after
+-- One page of the rows of stopped items after :after (by id), for migration 9's data step.
+SELECT * FROM items WHERE state_class = 'stop' AND id > :after ORDER BY id LIMIT :limit;
+
+-- name: set_search_text
+UPDATE items SET search_text = :search_text WHERE id = :id;
 
 -- name: set_item_data
 UPDATE items SET data = :data WHERE id = :id;

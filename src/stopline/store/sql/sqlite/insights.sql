@@ -11,57 +11,10 @@ ORDER BY outcome;
 -- `state_since` (when the item entered its current state) and `severity_rank` (the rank of
 -- data.severity in core/severity.py; migration 0008), and partial indexes over stopped items
 -- hold them in the orders a page follows, so a page reads its own rows, not every stopped
--- item. A search (:text, lower-cased) still reads every stopped item that passes the other
--- filters: the text it matches (automation/key and the reason the item stopped) is built from
--- the documents at query time. (SQLite names the index each query follows: with no statistics
+-- item. A search (:text, lower-cased) matches `search_text`, the line each stopped item's row
+-- keeps (core/search.py; migration 0009): it reads the stopped items that pass the other
+-- filters, one column each, without their documents. (SQLite names the index each query follows: with no statistics
 -- its planner would take `items_due`, which holds every item.)
-
--- name: stop_hits
--- A fragment (not run alone): the ids of the stopped items whose search text contains :text
--- (none is computed when :text is null). `docs`: the documents the search reads, each from the
--- documents table when the row holds a reference to it ({"$doc": digest},
--- stopline.store.documents), else inline.
-WITH docs AS (
-    SELECT items.id AS doc_id,
-        COALESCE((SELECT d.body FROM documents d
-                  WHERE d.digest = json_extract(items.data, '$.proposal."$doc"')
-                    AND json_valid(d.body)),
-                 json_extract(items.data, '$.proposal')) AS proposal,
-        COALESCE((SELECT d.body FROM documents d
-                  WHERE d.digest = json_extract(items.data, '$.report."$doc"')
-                    AND json_valid(d.body)),
-                 json_extract(items.data, '$.report')) AS report,
-        COALESCE((SELECT d.body FROM documents d
-                  WHERE d.digest = json_extract(items.data, '$.exception."$doc"')
-                    AND json_valid(d.body)),
-                 json_extract(items.data, '$.exception')) AS exception,
-        COALESCE((SELECT d.body FROM documents d
-                  WHERE d.digest = json_extract(items.data, '$.account."$doc"')
-                    AND json_valid(d.body)),
-                 json_extract(items.data, '$.account')) AS account,
-        COALESCE((SELECT d.body FROM documents d
-                  WHERE d.digest = json_extract(items.data, '$.revision."$doc"')
-                    AND json_valid(d.body)),
-                 json_extract(items.data, '$.revision')) AS revision
-    FROM items
-    WHERE items.state_class = 'stop' AND :text IS NOT NULL
-      AND (:state IS NULL OR items.state = :state)
-      AND (:automation IS NULL OR items.automation = :automation)
-), hits AS (
-    SELECT items.id FROM items JOIN docs ON docs.doc_id = items.id
-    WHERE instr(LOWER(
-            items.automation || '/' || items.key
-            || ' ' || COALESCE(json_extract(docs.proposal, '$.action'), '')
-            || ' ' || COALESCE(json_extract(docs.proposal, '$.target'), '')
-            || ' ' || COALESCE(json_extract(docs.proposal, '$.rationale'), '')
-            || ' ' || COALESCE(json_extract(docs.report, '$.data.summary'), '')
-            || ' ' || COALESCE(json_extract(docs.exception, '$.owner'), '')
-            || ' ' || COALESCE(json_extract(docs.exception, '$.why'), '')
-            || ' ' || COALESCE(json_extract(docs.account, '$.last_error.class'), '')
-            || ' ' || COALESCE(json_extract(docs.account, '$.last_error.message'), '')
-            || ' ' || COALESCE(json_extract(docs.revision, '$.failure.reasons'), '')),
-        :text) > 0
-)
 
 -- name: stop_where
 -- A fragment: the filters every inbox query applies to `items`.
@@ -69,12 +22,11 @@ items.state_class = 'stop'
   AND (:state IS NULL OR items.state = :state)
   AND (:automation IS NULL OR items.automation = :automation)
   AND (:stopped_before IS NULL OR items.state_since < :stopped_before)
-  AND (:text IS NULL OR items.id IN (SELECT id FROM hits))
+  AND (:text IS NULL OR instr(items.search_text, :text) > 0)
 
 -- name: stop_page_oldest
 -- One page, oldest stop first, after the key (:after_since, :after_id) of the last row of the
 -- previous page.
-{{stop_hits}}
 SELECT items.*, items.state_since AS since, items.severity_rank AS sev FROM items INDEXED BY items_stop_since
 WHERE {{stop_where}}
   AND (:after_id IS NULL
@@ -84,7 +36,6 @@ LIMIT :limit;
 
 -- name: stop_page_newest
 -- One page, newest stop first.
-{{stop_hits}}
 SELECT items.*, items.state_since AS since, items.severity_rank AS sev FROM items INDEXED BY items_stop_since
 WHERE {{stop_where}}
   AND (:after_id IS NULL
@@ -94,7 +45,6 @@ LIMIT :limit;
 
 -- name: stop_page_severity
 -- One page, most severe first, then oldest stop first.
-{{stop_hits}}
 SELECT items.*, items.state_since AS since, items.severity_rank AS sev FROM items INDEXED BY items_stop_severity
 WHERE {{stop_where}}
   AND (:after_id IS NULL
@@ -106,7 +56,6 @@ LIMIT :limit;
 
 -- name: stop_counts
 -- How many stopped items match the same filters, by state, and the earliest `since` of each.
-{{stop_hits}}
 SELECT items.state, COUNT(*) AS n, MIN(items.state_since) AS oldest FROM items INDEXED BY items_stop_state
 WHERE {{stop_where}}
 GROUP BY items.state
