@@ -30,6 +30,7 @@ SQLITE_COPY = {
     "key": "'c' || {x}",
     "time": "strftime('%Y-%m-%dT%H:%M:%S', {col}, '-' || {x} || ' seconds') || substr({col}, 20)",
     "detail": 'replace({col}, \'"key":"{seed}"\', \'"key":"c\' || {x} || \'"\')',
+    "search_text": "replace({col}, '/{seed} ', '/c' || {x} || ' ')",
 }
 PG_COPY = {
     "id": "'itm_' || lpad(to_hex({x}), 20, '0')",
@@ -37,6 +38,7 @@ PG_COPY = {
     "key": "'c' || {x}",
     "time": "{col} - {x} * interval '1 second'",
     "detail": 'replace({col}::text, \'"key":"{seed}"\', \'"key":"c\' || {x} || \'"\')::json',
+    "search_text": "replace({col}, '/{seed} ', '/c' || {x} || ' ')",
 }
 TIMES = {"created_at", "updated_at", "next_eligible_at", "at", "state_since"}
 

@@ -197,14 +197,20 @@ def outside_the_store() -> Iterator[tuple[str, ast.AST]]:
 
 
 def store_statements() -> list[str]:
-    """Every named query of both stores, as the store loads them."""
-    folder = resources.files("stopline.store").joinpath("sql", "common")
-    files = {"queries"} | {e.name.removesuffix(".sql") for e in folder.iterdir()}
+    """Every named query of both stores, as the store loads them (not the fragments other
+    queries take in with ``{{name}}``, such as a list of conditions)."""
+    sql_dir = resources.files("stopline.store").joinpath("sql")
+    files = {"queries"} | {
+        e.name.removesuffix(".sql") for e in sql_dir.joinpath("common").iterdir()
+    }
+    texts = [f.read_text() for d in sql_dir.iterdir() if d.is_dir() for f in d.iterdir()]
+    fragments = {m for text in texts for m in re.findall(r"\{\{(\w+)\}\}", text)}
     return [
         sql
         for dialect in ("sqlite", "postgres")
         for name in sorted(files)
-        for sql in load(dialect, False, name).values()
+        for query, sql in load(dialect, False, name).items()
+        if query not in fragments
     ]
 
 

@@ -974,6 +974,15 @@ def severity_rank_raised(a: Attacker, base: Base) -> None:
     a.sql("UPDATE items SET severity_rank = 4 WHERE id = :id", {"id": _id(a, "pay-waiting")})
 
 
+@edit(
+    "the search line of a stopped item emptied (data untouched: it drops out of every search)",
+    findings=(("item", "stop_key_mismatch"),),
+    items=("pay-waiting",),
+)
+def search_text_emptied(a: Attacker, base: Base) -> None:
+    a.sql("UPDATE items SET search_text = '' WHERE id = :id", {"id": _id(a, "pay-waiting")})
+
+
 def summary(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     """The catalogue's table (one line per edit and store) and its counts per store."""
     lines = [

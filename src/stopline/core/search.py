@@ -1,7 +1,7 @@
 """The text an inbox search matches for a stopped item, kept in its row (``search_text``).
 
-A search of the inbox (``stopline inbox --search``, the web inbox's box, ``GET /api/stops``)
-is a case-insensitive substring of one line made of the item's automation/key and what says
+A search of the web inbox (its box, ``/inbox?q=``) keeps the stopped items whose line contains
+the text, case ignored: one line made of the item's automation/key and what says
 why it stopped: the proposal's action, target and rationale, the report's summary, the
 exception's owner and why, the last error's class and message, and a failed revision's reasons.
 The store writes it with the row, so a search reads one column instead of building the line
