@@ -1,8 +1,9 @@
 """The steps a worker process runs at once (``--concurrency``, ``--batch``).
 
 :class:`Slots` runs each claimed item's steps (``Worker.process``) on a step thread, at most
-``size`` at once (each holds a place): a plain hook runs in place on its step's thread, timed by the slots' watchdog
-(``watchdog.py``), an ``async`` hook on the process's event loop (``hooks.py``). It counts what
+``size`` at once (each holds a place): a plain hook runs in place on its step's thread, timed
+by the slots' watchdog (``watchdog.py``), an ``async`` hook on the process's event loop
+(``hooks.py``). It counts what
 is in flight, per automation too, so that the worker claims only what it has room for: never
 more than ``size`` items running and ``ahead`` more claimed and waiting for a step thread (so
 that a step thread that ends an item starts the next at once, without waiting for a claim),
@@ -57,7 +58,7 @@ class Slots:
         self._place = threading.Condition(lock)  # a place is free: one step waiting for it
         self._flying: Counter[str] = Counter()  # items from their start to their step's end
         self._finishing: Counter[str] = Counter()  # of those, items whose last write is on its way
-        self._finished_early: set[str] = set()
+        self._placed: set[str] = set()  # the items holding a place
         self._errors: list[BaseException] = []
 
     @property
@@ -103,8 +104,8 @@ class Slots:
         place goes to the next item now, not when the write returns (a step thread then waits
         for the database while another runs hooks). Called on the step's thread; once."""
         with self._cond:
-            if self._flying[item.automation] and item.id not in self._finished_early:
-                self._finished_early.add(item.id)
+            if item.id in self._placed:
+                self._placed.discard(item.id)
                 self._finishing[item.automation] += 1
                 self._running -= 1
                 self._place.notify()
@@ -135,6 +136,7 @@ class Slots:
                 while self._running >= self.size:
                     self._place.wait()
                 self._running += 1
+                self._placed.add(item.id)
         try:
             work()
         except Abandoned:
@@ -145,12 +147,12 @@ class Slots:
             with self._cond:
                 self._errors.append(error)
         with self._cond:
-            if item.id in self._finished_early:
-                self._finished_early.discard(item.id)
-                self._finishing[item.automation] -= 1
-            else:
+            if item.id in self._placed:
+                self._placed.discard(item.id)
                 self._running -= 1
                 self._place.notify()
+            else:  # its place went on at its last decision (``finishing``)
+                self._finishing[item.automation] -= 1
             self._flying[item.automation] -= 1
             self._idle += 1
             self._cond.notify_all()
