@@ -51,14 +51,13 @@ class Slots:
         self._inbox: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
         self._threads = 0  # step threads (a thread held by a hook excluded)
         self._idle = 0  # step threads waiting for a task no start has reserved yet
-        self._running = 0  # steps holding one of the ``size`` places
         self._closed = False
         lock = threading.Lock()
         self._cond = threading.Condition(lock)  # a step ended or finished: the loop, a drain
         self._place = threading.Condition(lock)  # a place is free: one step waiting for it
         self._flying: Counter[str] = Counter()  # items from their start to their step's end
         self._finishing: Counter[str] = Counter()  # of those, items whose last write is on its way
-        self._placed: set[str] = set()  # the items holding a place
+        self._placed: set[str] = set()  # the items whose steps hold one of the ``size`` places
         self._errors: list[BaseException] = []
 
     @property
@@ -107,7 +106,6 @@ class Slots:
             if item.id in self._placed:
                 self._placed.discard(item.id)
                 self._finishing[item.automation] += 1
-                self._running -= 1
                 self._place.notify()
                 self._cond.notify_all()
 
@@ -133,9 +131,8 @@ class Slots:
         and its place over, and this thread ends)."""
         if wait:
             with self._cond:
-                while self._running >= self.size:
+                while len(self._placed) >= self.size:
                     self._place.wait()
-                self._running += 1
                 self._placed.add(item.id)
         try:
             work()
@@ -149,7 +146,6 @@ class Slots:
         with self._cond:
             if item.id in self._placed:
                 self._placed.discard(item.id)
-                self._running -= 1
                 self._place.notify()
             else:  # its place went on at its last decision (``finishing``)
                 self._finishing[item.automation] -= 1

@@ -22,3 +22,10 @@ WHERE i.id = :id;
 
 -- name: stop_keys
 SELECT id, state_since, severity_rank, search_text FROM items ORDER BY id;
+
+-- name: stopped_after
+-- One page of the rows of stopped items after :after (by id), for migration 9's data step.
+SELECT * FROM items WHERE state_class = 'stop' AND id > :after ORDER BY id LIMIT :limit;
+
+-- name: set_search_text
+UPDATE items SET search_text = :search_text WHERE id = :id;

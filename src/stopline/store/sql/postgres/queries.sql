@@ -449,12 +449,5 @@ SELECT digest, body FROM documents;
 -- The rows whose data may hold a reference to a document (the store parses the rest).
 SELECT id, data FROM items WHERE strpos(CAST(data AS text), '"$doc"') > 0;
 
--- name: stopped_after
--- One page of the rows of stopped items after :after (by id), for migration 9's data step.
-SELECT * FROM items WHERE state_class = 'stop' AND id > :after ORDER BY id LIMIT :limit;
-
--- name: set_search_text
-UPDATE items SET search_text = :search_text WHERE id = :id;
-
 -- name: set_item_data
 UPDATE items SET data = :data WHERE id = :id;
