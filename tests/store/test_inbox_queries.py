@@ -13,7 +13,7 @@ from stopline.core.decide import decide
 from stopline.core.policy import ApprovalPolicy, ApprovalRule, Policy
 from stopline.core.records import Actor, Item
 from stopline.core.step import Context
-from stopline.store import Store
+from stopline.store import Store, raw
 from stopline.store.insights import MAX_PAGE, StopQuery, StopRow
 
 S = timedelta(seconds=1)
@@ -143,9 +143,23 @@ def test_overdue_filter_and_counts_use_the_stop_time(store: Store) -> None:
 
 
 def test_page_size_is_bounded(store: Store) -> None:
+    """A page holds at most MAX_PAGE rows and at least one, whatever it asks for."""
     stop_in_exception(store, "one", T0)
-    assert len(store.insights.stop_page(StopQuery(limit=10**9))) == 1
+    stop_in_exception(store, "two", T0 + S)
+    assert len(store.insights.stop_page(StopQuery(limit=10**9))) == 2
+    assert len(store.insights.stop_page(StopQuery(limit=0))) == 1
+    assert len(store.insights.stop_page(StopQuery(limit=-5))) == 1
     assert MAX_PAGE <= 500
+
+
+def test_a_row_without_its_stop_time_shows_its_creation_time(store: Store) -> None:
+    """A row written around the store with no stop time (``state_since``) is listed since it
+    was created, not dropped and not dated now."""
+    item = stop_in_exception(store, "bare", T0 + 30 * S)
+    with raw.writing(store) as cur:
+        cur.execute("UPDATE items SET state_since = NULL")
+    (row,) = store.insights.stop_page(StopQuery())
+    assert row.item.id == item.id and row.since == item.created_at == T0 + 30 * S
 
 
 def test_stuck_work_lists_work_items_that_have_not_moved(store: Store) -> None:

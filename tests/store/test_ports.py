@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 
 from helpers import T0, decide_at, discover, dump, stay, stop_in_exception
 from stopline.core.commands import Failure, NeedsEyes
-from stopline.core.decision import Outcome
+from stopline.core.decision import Decision, Outcome
 from stopline.core.policy import Policy, RetryPolicy
-from stopline.core.records import Item
+from stopline.core.records import Event, Item
+from stopline.core.states import State
+from stopline.http.metrics import render
 from stopline.store import Store, open_store
 from stopline.store.insights import StateCount
 from stopline.store.outbox import (
@@ -134,6 +136,67 @@ def test_automation_names_are_listed_in_order(store: Store) -> None:
         store.register_automation(name, Policy(), T0)
     store.register_automation("alpha", Policy(), T0 + S)
     assert store.insights.automation_names() == ["alpha", "mid", "zeta"]
+
+
+def move(store: Store, item: Item, at: datetime, to: State) -> Item:
+    """Append an event that moves ``item`` to ``to`` at ``at`` (the store does not judge
+    transitions); returns the item as written."""
+    event = Event.sealed(
+        item_id=item.id,
+        seq=item.seq + 1,
+        at=at,
+        command="resolve",
+        actor="olivia",
+        from_state=item.state,
+        to_state=to,
+        reasons=(),
+        digests={},
+        detail={},
+        prev_hash=item.head,
+    )
+    after = replace(
+        item, state=to, version=item.version + 1, seq=event.seq, head=event.hash, updated_at=at
+    )
+    assert store.apply(Decision(Outcome.APPLIED, (), item.id, to, item, after, event))
+    return after
+
+
+def test_stop_spans_run_from_entering_a_stop_to_the_event_that_moves_it_on(store: Store) -> None:
+    """A span per stop that was left: from the event that entered the stop state to the first
+    later event into another state. An event that leaves the item where it is does not end
+    it, an item still stopped has none, and an item that stops again has a second one. The
+    metrics' time-to-decision histogram is made of them, by automation."""
+    a = stop_in_exception(store, "a", T0, automation="ops")
+    stay(store, a, T0 + S)
+    stayed = store.get(a.id)
+    assert stayed is not None
+    move(store, stayed, T0 + 90 * S, State.CLOSED)
+    stop_in_exception(store, "b", T0 + 2 * S, automation="ops")  # still stopped
+    c = stop_in_exception(store, "c", T0, automation="web")
+    c = move(store, c, T0 + 10 * S, State.OBSERVING)
+    c = move(store, c, T0 + 20 * S, State.EXCEPTION)
+    move(store, c, T0 + 4000 * S, State.CLOSED)
+    spans = sorted((s.automation, s.stopped_at, s.decided_at) for s in store.insights.stop_spans())
+    assert spans == [
+        ("ops", T0, T0 + 90 * S),
+        ("web", T0, T0 + 10 * S),
+        ("web", T0 + 20 * S, T0 + 4000 * S),
+    ]
+    text = render(store.insights, T0 + 5000 * S)
+    name = "stopline_time_to_decision_seconds"
+    for line in (
+        f'{name}_bucket{{automation="ops",le="60.0"}} 0',
+        f'{name}_bucket{{automation="ops",le="300.0"}} 1',
+        f'{name}_bucket{{automation="ops",le="+Inf"}} 1',
+        f'{name}_sum{{automation="ops"}} 90.0',
+        f'{name}_count{{automation="ops"}} 1',
+        f'{name}_bucket{{automation="web",le="60.0"}} 1',
+        f'{name}_bucket{{automation="web",le="3600.0"}} 1',
+        f'{name}_bucket{{automation="web",le="14400.0"}} 2',
+        f'{name}_sum{{automation="web"}} 3990.0',
+        f'{name}_count{{automation="web"}} 2',
+    ):
+        assert line in text.splitlines(), line
 
 
 # --- the outbox: filling ---------------------------------------------------------------------
