@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import Counter
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -27,6 +29,7 @@ from stopline.store.outbox import (
     Message,
     StopBatch,
     after_attempt,
+    message_id,
 )
 
 S = timedelta(seconds=1)
@@ -303,6 +306,30 @@ def test_a_claim_leases_one_message_to_one_sender(store: Store) -> None:
     assert store.outbox.claim_next(T0 + 31 * S, 30.0, URLS) is None
     again = store.outbox.claim_next(T0 + 32 * S, 30.0, URLS)
     assert again is not None and again.id == first.id
+
+
+def test_a_claim_without_a_lease_is_refused_and_claims_nothing(store: Store) -> None:
+    """A lease of zero or fewer seconds is a caller's mistake: refused before any write."""
+    fill(store, T0, "m1")
+    for seconds in (0.0, -1.0):
+        with pytest.raises(ValueError, match="positive"):
+            store.outbox.claim_next(T0 + S, seconds, URLS)
+    claimed = store.outbox.claim_next(T0 + S, 30.0, URLS)
+    assert claimed is not None and claimed.attempts == 0
+
+
+def test_a_message_id_names_one_event_and_one_endpoint() -> None:
+    """The same event and URL give the same id (a message made twice is one message); any
+    other item, event or URL another one."""
+    made = message_id("itm_a", 3, "http://r.example/hook")
+    assert made == message_id("itm_a", 3, "http://r.example/hook")
+    assert re.fullmatch(r"msg_[0-9a-f]{32}", made)
+    others = {
+        message_id("itm_b", 3, "http://r.example/hook"),
+        message_id("itm_a", 4, "http://r.example/hook"),
+        message_id("itm_a", 3, "http://r.example/other"),
+    }
+    assert made not in others and len(others) == 3
 
 
 def test_only_the_lease_holder_records_an_outcome(store: Store) -> None:
