@@ -13,6 +13,7 @@ from stopline.commands.agent_table import AGENT_COMMANDS
 from stopline.commands.fields import (
     INT_MAX,
     INT_MIN,
+    MAX_TEXT,
     Field,
     Limits,
     Type,
@@ -89,3 +90,38 @@ def test_a_check_box_is_true_only_for_what_a_form_or_flag_sends_for_true(
     texts: list[str], value: bool
 ) -> None:
     assert from_text(COMMANDS["reject"].fields[2], texts) == (value, [])
+
+
+def test_free_text_holds_to_its_length_to_the_character_and_refuses_a_lone_surrogate() -> None:
+    """A note of exactly MAX_TEXT characters is accepted, one more is refused; text that is
+    not valid Unicode (a lone surrogate, as a command line hands over a byte that is not
+    UTF-8) is refused with where it is."""
+    note = next(f for f in COMMANDS["close"].fields if f.name == "reason")
+    assert note.limits.max_length == MAX_TEXT == 10_000
+    assert check_value(note, "x" * MAX_TEXT) == []
+    assert check_value(note, "x" * (MAX_TEXT + 1)) == [
+        f"reason is longer than {MAX_TEXT} characters"
+    ]
+    [problem] = check_value(note, "ok\udcff")
+    assert problem.startswith("reason is not valid Unicode: a lone surrogate")
+    assert "at position 3" in problem
+
+
+def test_a_required_field_bound_to_a_value_the_item_lacks_is_not_fillable() -> None:
+    """A command whose required field is bound to something the item does not hold is not
+    offered; with the value there, or with choices to make, it is."""
+    from datetime import UTC, datetime
+
+    from stopline.core.records import Item
+    from stopline.core.states import State
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    item = Item("i", "a", "k", State.OBSERVING, 1, 1, "", now, now, 0, 3, now)
+    bound = Field("digest", Type.TEXT, "", required=True, bound=lambda it: it.doc("proposal"))
+    assert not bound.fillable(item)
+    held = Field("key", Type.TEXT, "", required=True, bound=lambda it: it.key)
+    assert held.fillable(item)
+    empty = Field("keys", Type.KEYS, "", required=True, options=lambda it: [])
+    assert not empty.fillable(item)
+    optional = Field("note", Type.TEXT, "", bound=lambda it: None)
+    assert optional.fillable(item)
