@@ -25,6 +25,7 @@ from stopline.commands.fields import (
     MAX_TEXT,
     Field,
     Type,
+    Widget,
     check_value,
     from_text,
 )
@@ -82,6 +83,19 @@ def _entry(**changes: object) -> Entry:
         (_entry(form=None), "without a form"),
         (_entry(fields=(dataclasses.replace(REASON_FIELD, flag="--db"),)), "reserved flag"),
         (_entry(fields=(REASON_FIELD, REASON_FIELD)), "repeats a field"),
+        (
+            _entry(
+                fields=(
+                    REASON_FIELD,
+                    dataclasses.replace(REASON_FIELD, name="why", flag="--reason"),
+                )
+            ),
+            "repeats a field or a flag",
+        ),
+        (
+            _entry(fields=(dataclasses.replace(REASON_FIELD, web=Widget()),)),
+            "no label for its form",
+        ),
     ],
 )
 def test_a_malformed_table_is_refused(entry: Entry, problem: str) -> None:
@@ -182,6 +196,14 @@ def test_check_idempotency_key() -> None:
     )
     assert check_idempotency_key("") is not None
     assert check_idempotency_key("x" * 201) is not None
+    assert check_idempotency_key("K") is None and check_idempotency_key("x" * 200) is None
+    assert check_idempotency_key("tab\there") is not None
+    assert check_idempotency_key("caf\u00e9") is not None
+
+
+def test_a_command_declared_twice_is_refused() -> None:
+    with pytest.raises(TableError, match="a command is declared twice"):
+        check_table((*ENTRIES, ENTRIES[0]))
 
 
 # --- hints ----------------------------------------------------------------------------------------
