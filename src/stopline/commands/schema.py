@@ -10,7 +10,7 @@ from .entry import AUTHOR, Entry, HasFields
 from .fields import MAX_KEY, Field, Limits, Type
 
 NO_NUL = "^[^\\x00]*$"
-NOT_BLANK = "^[^\\x00]*\\S[^\\x00]*$"
+NOT_BLANK = "^[^\\x00]*[^\\x00\\s][^\\x00]*$"  # a character neither NUL nor white space
 
 
 def _text(limits: Limits) -> dict[str, Any]:
