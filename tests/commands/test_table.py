@@ -29,7 +29,7 @@ from stopline.commands.fields import (
     check_value,
     from_text,
 )
-from stopline.commands.hints import next_commands
+from stopline.commands.hints import hint, next_commands
 from stopline.commands.table import COMMANDS, ENTRIES, REASON_FIELD, exposed
 from stopline.core import commands as core
 from stopline.core.rights import AUTHORITY
@@ -245,3 +245,25 @@ def test_hints_leave_out_what_the_item_cannot_fill() -> None:
     assert [line.split()[1] for line in next_commands(void)] == ["revise"]
     exception = Harness().to(S.EXCEPTION)
     assert [line.split()[1] for line in next_commands(exception)] == ["resolve"]
+
+
+def test_a_record_that_is_not_what_its_history_sealed_is_offered_close_alone() -> None:
+    for state in (S.AWAITING_APPROVAL, S.EXCEPTION, S.EXHAUSTED, S.READY_FOR_REVIEW):
+        item = Harness().to(state)
+        assert next_commands(item, sound=False) == [
+            f'stopline close {item.id} --actor ACTOR --reason "REASON"'
+        ]
+    assert next_commands(Harness().to(S.OBSERVING), sound=False) == []
+
+
+def test_a_hint_writes_a_document_as_json_and_leaves_out_a_binding_the_item_lacks() -> None:
+    """edit's parameters from the proposal, quoted for a shell as one JSON word; reject's
+    proposal digest left out where the item holds no proposal."""
+    awaiting = Harness().to(S.AWAITING_APPROVAL)
+    assert hint(COMMANDS["edit"], awaiting) == (
+        f"stopline edit {awaiting.id} --actor ACTOR --params '{{\"grace\": 5}}'"
+    )
+    observing = Harness().to(S.OBSERVING)
+    assert hint(COMMANDS["reject"], observing) == (
+        f'stopline reject {observing.id} --actor ACTOR --reason "REASON" [--return]'
+    )
