@@ -11,6 +11,7 @@ from stopline.core.commands import (
     Bind,
     Delivered,
     Intent,
+    NeedsEyes,
     Observed,
     Publish,
     QAResult,
@@ -21,6 +22,7 @@ from stopline.core.commands import (
     Revise,
 )
 from stopline.core.decision import Outcome
+from stopline.core.delivery_plan import written
 from stopline.core.policy import PUBLISH, DeliveryPolicy
 from stopline.core.states import State
 
@@ -390,3 +392,24 @@ def test_an_update_keeps_the_bound_identity(h: Harness) -> None:
         ),
         "not_an_update",
     )
+
+
+def test_an_object_found_after_an_unknown_outcome_counts_as_written(h: Harness) -> None:
+    """A create whose outcome is unknown (its intent recorded, no identity bound) stops the
+    item in exception. Reconciling the object found under its key binds it and records it as
+    written ("found"), so that going on from there updates it or reads it back, and never
+    creates a second one; reconciled again, it keeps the operation it has."""
+    delivering(h)
+    h.stage([art("a")])
+    h.ok(Intent(**h.lease(), key="a", operation="create", idempotency_key="k"))
+    h.ok(NeedsEyes(**h.lease(), owner="ops", why="create outcome unknown"), S.EXCEPTION)
+    record = {r["key"]: r for r in h.it.doc("artifacts")}["a"]
+    assert not written(h.it, record) and record["last_op"] is None
+    content = record["content_hash"]
+    h.ok(Reconcile("olivia", "a", Observed(content, "v1"), remote_id="found-a"), S.EXCEPTION)
+    record = {r["key"]: r for r in h.it.doc("artifacts")}["a"]
+    assert (record["remote_id"], record["last_op"]) == ("found-a", "found")
+    assert written(h.it, record)
+    # reconciled again: the record keeps the operation it has
+    h.ok(Reconcile("olivia", "a", Observed(content, "v2"), remote_id="found-a"), S.EXCEPTION)
+    assert {r["key"]: r for r in h.it.doc("artifacts")}["a"]["last_op"] == "found"
