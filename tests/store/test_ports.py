@@ -141,18 +141,25 @@ def test_automation_names_are_listed_in_order(store: Store) -> None:
     assert store.insights.automation_names() == ["alpha", "mid", "zeta"]
 
 
-def move(store: Store, item: Item, at: datetime, to: State) -> Item:
-    """Append an event that moves ``item`` to ``to`` at ``at`` (the store does not judge
-    transitions); returns the item as written."""
+def move(
+    store: Store,
+    item: Item,
+    at: datetime,
+    to: State,
+    command: str = "resolve",
+    reasons: tuple[str, ...] = (),
+) -> Item:
+    """Append an event of ``command`` that moves ``item`` to ``to`` at ``at`` (the store does
+    not judge transitions); returns the item as written."""
     event = Event.sealed(
         item_id=item.id,
         seq=item.seq + 1,
         at=at,
-        command="resolve",
+        command=command,
         actor="olivia",
         from_state=item.state,
         to_state=to,
-        reasons=(),
+        reasons=reasons,
         digests={},
         detail={},
         prev_hash=item.head,
@@ -200,6 +207,66 @@ def test_stop_spans_run_from_entering_a_stop_to_the_event_that_moves_it_on(store
         f'{name}_count{{automation="web"}} 2',
     ):
         assert line in text.splitlines(), line
+
+
+def test_the_metrics_count_what_the_events_and_refusals_record(store: Store) -> None:
+    """Each counter of `/metrics` from the events and refusals of a real store: decisions and
+    their reason codes by command, exhaustions, deliveries by outcome, readback mismatches and
+    revisions; an event that leaves an item where it is counts as a decision only."""
+    at = iter(T0 + n * S for n in range(1, 100))
+    one = discover(store, "one")
+    for command, to, reasons in (
+        ("propose", State.APPROVED, ()),
+        ("execute", State.DELIVERING, ()),
+        ("delivered", State.PENDING_READBACK, ()),
+        ("readback", State.EXCEPTION, ("readback_mismatch",)),
+        ("resolve", State.PENDING_READBACK, ()),
+        ("readback", State.COMPLETED, ()),
+        ("revise", State.REVISION_PREPARED, ()),
+        ("delivered", State.PENDING_READBACK, ()),
+        ("readback", State.REVISION_COMPLETED, ()),
+        ("revise", State.REVISION_PREPARED, ()),
+        ("readback", State.REVISION_FAILED, ("readback_mismatch", "remote_identity_missing")),
+        ("reconcile", State.REVISION_FAILED, ()),
+    ):
+        one = move(store, one, next(at), to, command, reasons)
+    two = discover(store, "two")
+    for command, to in (
+        ("failure", State.EXHAUSTED),
+        ("resume", State.OBSERVING),
+        ("failure", State.EXHAUSTED),
+        ("reconcile", State.EXHAUSTED),
+    ):
+        two = move(store, two, next(at), to, command, ("retry_budget_spent",))
+    stale = decide_at(two, NeedsEyes("w", 99, "ops", "x"), T0)
+    assert stale.outcome is Outcome.REFUSED
+    store.record_refusal(stale, "needs_eyes", "w", T0)
+    store.record_refusal(stale, "needs_eyes", "w", T0 + S)
+    lines = render(store.insights, T0 + 200 * S).splitlines()
+    for line in (
+        'stopline_decisions_total{command="discover",kind="applied"} 2',
+        'stopline_decisions_total{command="readback",kind="applied"} 4',
+        'stopline_decisions_total{command="reconcile",kind="applied"} 2',
+        'stopline_decisions_total{command="needs_eyes",kind="refused"} 2',
+        'stopline_decision_reasons_total{command="readback",kind="applied",'
+        'reason="readback_mismatch"} 2',
+        'stopline_decision_reasons_total{command="failure",kind="applied",'
+        'reason="retry_budget_spent"} 2',
+        "stopline_exhaustions_total 2",
+        'stopline_deliveries_total{outcome="delivered"} 2',
+        'stopline_deliveries_total{outcome="completed"} 1',
+        'stopline_deliveries_total{outcome="revision_completed"} 1',
+        "stopline_readback_mismatches_total 2",
+        'stopline_revisions_total{outcome="opened"} 2',
+        'stopline_revisions_total{outcome="completed"} 1',
+        'stopline_revisions_total{outcome="failed"} 1',
+        'stopline_items{state="revision_failed",state_class="stop"} 1',
+        'stopline_items{state="exhausted",state_class="stop"} 1',
+        'stopline_items{state="completed",state_class="terminal"} 0',
+    ):
+        assert line in lines, line
+    refused = [x for x in lines if x.startswith("stopline_decision_reasons_total{")]
+    assert any('kind="refused"' in x and 'command="needs_eyes"' in x for x in refused)
 
 
 # --- the outbox: filling ---------------------------------------------------------------------
