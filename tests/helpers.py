@@ -14,6 +14,7 @@ from stopline.core.decide import decide
 from stopline.core.decision import Decision, Outcome
 from stopline.core.policy import Policy
 from stopline.core.records import Event, Item
+from stopline.core.states import State
 from stopline.core.step import Context
 from stopline.store import Store, open_store, raw
 
@@ -145,21 +146,33 @@ def stop_in_exception(store: Store, key: str, at: datetime, automation: str = "a
     return decision.after
 
 
-def reconcile_event(item: Item, at: datetime, actor: str = "olivia") -> Event:
-    """The event after ``item``'s head that leaves it in its state (a reconcile)."""
+def event_after(
+    item: Item,
+    at: datetime,
+    to: State,
+    command: str,
+    reasons: tuple[str, ...] = (),
+    actor: str = "olivia",
+) -> Event:
+    """The event after ``item``'s head: ``command`` by ``actor`` moving it to ``to``."""
     return Event.sealed(
         item_id=item.id,
         seq=item.seq + 1,
         at=at,
-        command="reconcile",
+        command=command,
         actor=actor,
         from_state=item.state,
-        to_state=item.state,
-        reasons=(),
+        to_state=to,
+        reasons=reasons,
         digests={},
         detail={},
         prev_hash=item.head,
     )
+
+
+def reconcile_event(item: Item, at: datetime, actor: str = "olivia") -> Event:
+    """The event after ``item``'s head that leaves it in its state (a reconcile)."""
+    return event_after(item, at, item.state, "reconcile", actor=actor)
 
 
 def insert_by_hand(store: Store, event: Event) -> None:
@@ -168,13 +181,28 @@ def insert_by_hand(store: Store, event: Event) -> None:
         cur.execute(store.q["insert_event"], raw.event_row(store, event))  # type: ignore[attr-defined]
 
 
+def move(
+    store: Store,
+    item: Item,
+    at: datetime,
+    to: State,
+    command: str = "resolve",
+    reasons: tuple[str, ...] = (),
+) -> Item:
+    """Append an event of ``command`` that moves ``item`` to ``to`` at ``at`` (the store does
+    not judge transitions); returns the item as written."""
+    event = event_after(item, at, to, command, reasons)
+    after = replace(
+        item, state=to, version=item.version + 1, seq=event.seq, head=event.hash, updated_at=at
+    )
+    assert store.apply(Decision(Outcome.APPLIED, (), item.id, to, item, after, event))
+    return after
+
+
 def stay(store: Store, item: Item, at: datetime) -> None:
     """Append an event that leaves a stopped item in its state (the store does not judge
     transitions; the core's reconcile of an exception is such an event)."""
-    event = reconcile_event(item, at)
-    after = replace(item, version=item.version + 1, seq=event.seq, head=event.hash, updated_at=at)
-    decision = Decision(Outcome.APPLIED, (), item.id, item.state, item, after, event)
-    assert store.apply(decision)
+    move(store, item, at, item.state, "reconcile")
 
 
 def registry_outcome(store: Any) -> Any:

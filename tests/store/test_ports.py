@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import T0, decide_at, discover, dump, stay, stop_in_exception
+from helpers import T0, decide_at, discover, dump, move, stay, stop_in_exception
 from stopline.core.commands import Failure, NeedsEyes
-from stopline.core.decision import Decision, Outcome
+from stopline.core.decision import Outcome
 from stopline.core.policy import Policy, RetryPolicy
-from stopline.core.records import Event, Item
+from stopline.core.records import Item
 from stopline.core.states import State
 from stopline.http.metrics import render
 from stopline.store import Store, open_store
@@ -139,36 +139,6 @@ def test_automation_names_are_listed_in_order(store: Store) -> None:
         store.register_automation(name, Policy(), T0)
     store.register_automation("alpha", Policy(), T0 + S)
     assert store.insights.automation_names() == ["alpha", "mid", "zeta"]
-
-
-def move(
-    store: Store,
-    item: Item,
-    at: datetime,
-    to: State,
-    command: str = "resolve",
-    reasons: tuple[str, ...] = (),
-) -> Item:
-    """Append an event of ``command`` that moves ``item`` to ``to`` at ``at`` (the store does
-    not judge transitions); returns the item as written."""
-    event = Event.sealed(
-        item_id=item.id,
-        seq=item.seq + 1,
-        at=at,
-        command=command,
-        actor="olivia",
-        from_state=item.state,
-        to_state=to,
-        reasons=reasons,
-        digests={},
-        detail={},
-        prev_hash=item.head,
-    )
-    after = replace(
-        item, state=to, version=item.version + 1, seq=event.seq, head=event.hash, updated_at=at
-    )
-    assert store.apply(Decision(Outcome.APPLIED, (), item.id, to, item, after, event))
-    return after
 
 
 def test_stop_spans_run_from_entering_a_stop_to_the_event_that_moves_it_on(store: Store) -> None:
