@@ -27,7 +27,8 @@ from stopline.runtime.crash_points import (
 from .apps.digest_app import KEYS
 from .conftest import Env
 
-LAB_MODES = ("single", "batch", "ahead")  # one step at a time, in groups, and claimed ahead
+# one step at a time, in groups, and claimed ahead, and as greenlets of one thread
+LAB_MODES = ("single", "batch", "ahead", "lockstep")
 
 # What the real target and the item hold right after the crash at each boundary:
 # (state, objects on the target, artifacts bound) for a delivery;

@@ -13,7 +13,8 @@ from proc import wait_for
 
 from .conftest import PgLab
 
-LAB_MODES = ("single", "batch", "ahead")  # one step at a time, in groups, and claimed ahead
+# one step at a time, in groups, and claimed ahead, and as greenlets of one thread
+LAB_MODES = ("single", "batch", "ahead", "lockstep")
 
 pytestmark = pytest.mark.postgres
 

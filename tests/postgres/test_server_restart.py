@@ -19,7 +19,8 @@ from proc import wait_for
 from .conftest import PgLab, PrivateServer
 from .test_fleet import check_fleet, reexecuted
 
-LAB_MODES = ("single", "batch", "ahead")  # one step at a time, in groups, and claimed ahead
+# one step at a time, in groups, and claimed ahead, and as greenlets of one thread
+LAB_MODES = ("single", "batch", "ahead", "lockstep")
 
 pytestmark = pytest.mark.postgres
 

@@ -24,7 +24,8 @@ from stopline.store import open_store
 from .labkit import Lab, parse_time
 
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
-LAB_MODES = ("single", "batch", "ahead")  # in groups a plain hook runs in place (watchdog.py)
+# in groups a plain hook runs in place (watchdog.py), and as greenlets of one thread
+LAB_MODES = ("single", "batch", "ahead", "lockstep")
 
 
 def _observe_runs(lab: Lab, key: str) -> list[dict[str, Any]]:

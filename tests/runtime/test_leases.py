@@ -14,7 +14,8 @@ from proc import wait_for
 
 from .labkit import Lab, parse_time
 
-LAB_MODES = ("single", "batch", "ahead")  # one step at a time, in groups, and claimed ahead
+# one step at a time, in groups, and claimed ahead, and as greenlets of one thread
+LAB_MODES = ("single", "batch", "ahead", "lockstep")
 
 BLOCK_OBSERVE = {"STOPLINE_TEST_BLOCK_STEP": "observe"}
 # The worker that takes over holds its own leases long: no stall of a loaded machine can let

@@ -11,7 +11,8 @@ from proc import wait_for
 
 from .labkit import Lab, lab_module
 
-LAB_MODES = ("single", "batch", "ahead")  # one step at a time, in groups, and claimed ahead
+# one step at a time, in groups, and claimed ahead, and as greenlets of one thread
+LAB_MODES = ("single", "batch", "ahead", "lockstep")
 
 END_STATE = {
     "done": "completed",

@@ -16,7 +16,8 @@ from stopline.core.canonical import format_time
 
 from .labkit import DEMO_APP, LAB_APP, Lab
 
-LAB_MODES = ("single", "batch", "ahead")  # one step at a time, in groups, and claimed ahead
+# one step at a time, in groups, and claimed ahead, and as greenlets of one thread
+LAB_MODES = ("single", "batch", "ahead", "lockstep")
 
 UNCHANGED = ("refusals", "schedules")  # the schedule's clock moves; nothing else may
 STOP_STATES = {"awaiting_approval", "ready_for_review", "exception", "exhausted", "revision_failed"}

@@ -145,6 +145,7 @@ def cmd_run(args: argparse.Namespace, store: Store | None, out: Out) -> int:
                 concurrency=args.concurrency,
                 batch=args.batch,
                 ahead=args.ahead,
+                lockstep=args.lockstep,
             )
     except (AppLoadError, InvalidName, StoreError) as exc:  # no app, a bad name, an unusable schema
         raise UsageError(str(exc)) from exc

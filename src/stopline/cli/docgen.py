@@ -79,6 +79,7 @@ ENVIRONMENT = (
     ("STOPLINE_CONCURRENCY", "`run`", "the default of `--concurrency`"),
     ("STOPLINE_BATCH", "`run`", "the default of `--batch`"),
     ("STOPLINE_AHEAD", "`run`", "the default of `--ahead`"),
+    ("STOPLINE_LOCKSTEP", "`run`", "`1`: the default of `--lockstep` is on"),
     (
         "STOPLINE_APP",
         "`reconcile`, `publish`, `serve`",

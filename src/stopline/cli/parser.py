@@ -132,6 +132,13 @@ def build_parser() -> argparse.ArgumentParser:
         " renewed (env STOPLINE_AHEAD; default 0)",
     )
     p.add_argument(
+        "--lockstep",
+        action="store_true",
+        default=os.environ.get("STOPLINE_LOCKSTEP", "") in ("1", "true", "yes"),
+        help="run each worker process's items as greenlets of one thread, their decisions"
+        " written in groups (needs the lockstep extra; env STOPLINE_LOCKSTEP=1)",
+    )
+    p.add_argument(
         "--linger",
         type=float,
         default=5.0,

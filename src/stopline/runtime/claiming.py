@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING
 
 from ..core.records import Item
@@ -19,6 +20,7 @@ from ..store.protocol import GuardReads
 from .lease import LeaseHolder
 
 if TYPE_CHECKING:
+    from .lockstep import Lockstep
     from .slots import Slots
     from .worker import Worker
 
@@ -65,3 +67,22 @@ def start_what_fits(worker: Worker, now: datetime, slots: Slots) -> bool:
         slots.wait(0.05)  # a step that ends may have made its next step due at once
         return True
     return False
+
+
+def start_in_lockstep(worker: Worker, now: datetime, lockstep: Lockstep) -> bool:
+    """Claim what ``lockstep`` has room for, start it, and run what can go on (waiting a
+    little for a hook when nothing was claimed). ``True`` when something was claimed, or
+    items are still in flight."""
+    lockstep.raise_failure()
+    names, room = lockstep.room(list(worker.leases))
+    claimed: list[tuple[Item, GuardReads | None]] = []
+    if room > 0:
+        shortest = min(worker.leases[name] for name in names)
+        leases = {name: worker.leases[name] for name in names}
+        claimed = claim_due(worker, now, shortest, leases, min(room, worker.batch))
+    for item, reads in claimed:
+        worker.counted("claims")
+        lockstep.start(item, partial(worker.process, item, reads, LeaseHolder(item)))
+    busy = bool(claimed) or lockstep.in_flight > 0  # (the pump may end every item in flight)
+    lockstep.pump(wait=not claimed)
+    return busy

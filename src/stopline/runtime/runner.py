@@ -107,6 +107,7 @@ def _child(
     concurrency: int = 1,
     batch: int = 1,
     ahead: int = 0,
+    lockstep: bool = False,
 ) -> None:
     stop = _Stop()
     signal.signal(signal.SIGTERM, stop)
@@ -119,7 +120,9 @@ def _child(
         return
     logs.configure()  # the format the parent chose, through the environment
     app, failures = watched(load_app(spec))
-    worker = Worker(store, app, concurrency=concurrency, batch=batch, ahead=ahead)
+    worker = Worker(
+        store, app, concurrency=concurrency, batch=batch, ahead=ahead, lockstep=lockstep
+    )
     steps = work_loop(worker, once=once, linger=linger, stop=stop, reconnect=reconnect)
     queue.put((steps, worker.transitions, failures.lines))
     store.close()
@@ -136,12 +139,14 @@ def run(
     concurrency: int = 1,
     batch: int = 1,
     ahead: int = 0,
+    lockstep: bool = False,
 ) -> RunSummary:
     """Serve ``spec``'s automations. Extra workers are separate processes (``spec`` must then
     be an importable ``module:attribute`` or file path). With ``notify``, the webhook notifier
     runs beside them (with ``once``, it runs one last round before this returns). Each worker
     process runs up to ``concurrency`` items at once, claims and commits up to ``batch`` at
-    once, and holds up to ``ahead`` more claimed, waiting for a free slot (see ``Worker``).
+    once, and holds up to ``ahead`` more claimed, waiting for a free slot; with ``lockstep``,
+    it runs its items as greenlets of one thread (see ``Worker``).
 
     Every store call, startup included, waits out a database that is away (see
     :mod:`stopline.runtime.retrying`); a stop signal during that wait ends the run."""
@@ -155,6 +160,7 @@ def run(
             concurrency=concurrency,
             batch=batch,
             ahead=ahead,
+            lockstep=lockstep,
         )
 
 
@@ -168,6 +174,7 @@ def _run(
     concurrency: int = 1,
     batch: int = 1,
     ahead: int = 0,
+    lockstep: bool = False,
 ) -> RunSummary:
     app, failures = watched(load_app(spec) if isinstance(spec, str) else spec)
     if workers > 1 and not isinstance(spec, str):
@@ -195,12 +202,14 @@ def _run(
         for _ in range(workers - 1):
             proc = ctx.Process(
                 target=_child,
-                args=(spec, url, once, linger, queue, concurrency, batch, ahead),
+                args=(spec, url, once, linger, queue, concurrency, batch, ahead, lockstep),
                 daemon=False,
             )
             proc.start()
             children.append(proc)
-        worker = Worker(store, app, concurrency=concurrency, batch=batch, ahead=ahead)
+        worker = Worker(
+            store, app, concurrency=concurrency, batch=batch, ahead=ahead, lockstep=lockstep
+        )
         summary.steps = work_loop(
             worker, once=once, linger=linger, stop=stop, scheduler=scheduler, reconnect=reconnect
         )

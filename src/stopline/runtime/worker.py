@@ -47,10 +47,10 @@ from ..trust.authority import Authority, Trust
 from ..trust.checks import signature_findings
 from . import tracing
 from .automation import App
-from .claiming import claim_due, start_what_fits
+from .claiming import claim_due, start_in_lockstep, start_what_fits
 from .commit import Committed, commit, log_decision, reading_back
 from .crash_points import CrashPoints
-from .group_commit import GroupCommitter
+from .drivers import drivers
 from .heartbeat import Heartbeat, observe_step
 from .hooks import HookFailed, HookRunner, describe
 from .lease import LeaseHolder, LeaseLost, Renewer, renewal_due
@@ -82,6 +82,7 @@ class Worker:
         concurrency: int = 1,
         batch: int = 1,
         ahead: int = 0,
+        lockstep: bool = False,
     ) -> None:
         """``trust``: the trust root (signed mode); by default (``host_trust``) the host's,
         from ``STOPLINE_TRUST_ROOT``. ``concurrency``: the most items in flight at once;
@@ -89,13 +90,8 @@ class Worker:
         at once: the larger of the two). With both 1, one step at a time on this thread.
         ``ahead``: the most items claimed beyond those, each waiting for a step thread with its
         lease renewed (default 0; above 0, the worker runs its steps on step threads even one
-        at a time, and its loop claims while they run: see ``docs/automations.md``)."""
-        for name, value in (("concurrency", concurrency), ("batch", batch)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a whole number of at least 1")
-        if isinstance(ahead, bool) or not isinstance(ahead, int) or ahead < 0:
-            raise ValueError("ahead must be a whole number of at least 0")
-        size = max(concurrency, batch)
+        at a time, and its loop claims while they run: see ``docs/automations.md``).
+        ``lockstep``: the items in flight as greenlets of this thread (``lockstep.py``)."""
         self.store = store
         self.trust = trust if trust is not None or not host_trust else Trust.from_env()
         self.app = app
@@ -119,15 +115,14 @@ class Worker:
         self._count = threading.Lock()
         self._local = threading.local()  # each step thread's own hook runner
         self.renewer = Renewer(store, clock)  # one thread renews every lease this worker holds
-        self.slots: Slots | None = None
-        self.committer: GroupCommitter | None = None
-        if size > 1 or ahead:
-            limits = {a.name: a.concurrency for a in app.automations}
-            self.slots = Slots(size, limits, self.process, ahead)
-            self.committer = GroupCommitter(store, batch)
+        self.slots, self.committer, self.lockstep = drivers(
+            store, app, self.process, (concurrency, batch, ahead), lockstep
+        )
 
     def hook_runner(self) -> HookRunner:
         """The runner of this thread's hooks (each step thread has its own)."""
+        if self.lockstep is not None:
+            return self.lockstep.runner
         if self.slots is None:
             return self.hooks
         runner: HookRunner | None = getattr(self._local, "hooks", None)
@@ -154,6 +149,8 @@ class Worker:
             return False
         if self.slots is not None:
             return start_what_fits(self, now, self.slots)
+        if self.lockstep is not None:
+            return start_in_lockstep(self, now, self.lockstep)
         shortest = min(self.leases.values())
         claimed = claim_due(self, now, shortest, self.leases, 1)
         if not claimed:
@@ -164,9 +161,10 @@ class Worker:
 
     def close(self) -> None:
         """Wait for every step in flight to end (a worker running several at once)."""
-        if self.slots is not None:
-            self.slots.drain()
-            self.slots.raise_failure()
+        for running in (self.slots, self.lockstep):
+            if running is not None:
+                running.drain()
+                running.raise_failure()
 
     def sweep(self) -> int:
         """Move steps no claim may take any more (budget spent, revision lease expired)."""
@@ -382,6 +380,8 @@ class Worker:
         """``store.apply`` (through the group committer, if any), read back when the database
         goes away midway (``commit.reading_back``)."""
         write = self.store.apply if self.committer is None else self.committer.apply
+        if self.lockstep is not None:
+            write = self.lockstep.apply
         return reading_back(self.store, write, self._unavailable, decision)
 
     def _finishing(self, decision: Decision) -> None:
