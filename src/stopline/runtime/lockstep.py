@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import queue
 import threading
 import time
@@ -130,7 +129,9 @@ class Lockstep:
         self.size = size
         self.limit = limit
         self.limits = dict(limits)
-        self.chunk = int(os.environ.get("LS_CHUNK", "0")) or size
+        # items run in one round: half of those in flight, so that the items a round ends
+        # are replaced (and start waiting) while the rest are run
+        self.chunk = max(1, size // 2)
         self.groups = 0  # transactions written
         self.largest = 0  # the most decisions one of them held
         self._driver: Any = None

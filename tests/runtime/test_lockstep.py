@@ -1,0 +1,161 @@
+"""Lockstep workers (``Worker(lockstep=True)``, ``stopline run --lockstep``): the items in
+flight run as greenlets of the worker's one thread, their hooks at once (plain ones on hook
+threads, ``async`` ones on the event loop) and their decisions written in groups.
+
+The reliability labs run every one of their tests in this mode too (``LAB_MODES``); these
+tests hold what is particular to it. No assertion depends on how fast the machine is: hooks
+that must run at the same time meet at a barrier that only that lets them pass, and a hook
+that must run past its time waits for an event nobody sets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from helpers import T0, decide_at
+from stopline import App, Automation, Evidence, ReportForReview, RetryPolicy
+from stopline.core.commands import Discover
+from stopline.core.states import State
+from stopline.core.verify import verify_item
+from stopline.runtime.automation import HookContext
+from stopline.runtime.worker import Worker
+from stopline.store import Store
+
+N = 4
+
+
+def discovered(store: Store, n: int) -> list[str]:
+    ids = [f"i{k:03d}" for k in range(n)]
+    for k, item_id in enumerate(ids):
+        store.insert(decide_at(None, Discover(item_id, "auto", f"k{k}", {}), T0))
+    return ids
+
+
+def propose(ctx: HookContext) -> ReportForReview:
+    return ReportForReview({"ok": True})
+
+
+def app_of(observe: Callable[..., Any], hook_timeout: float = 120) -> App:
+    retry = RetryPolicy(base_delay=0.1)
+    auto = Automation(
+        "auto", lambda ctx: [], observe, propose, hook_timeout=hook_timeout, retry=retry
+    )
+    return App([auto])
+
+
+def drain(worker: Worker) -> None:
+    """Tick until nothing is due or in flight (each wait inside has its own deadline)."""
+    for _ in range(100_000):
+        if not worker.tick():
+            break
+    worker.close()
+
+
+def states(store: Store, ids: list[str]) -> list[State]:
+    found = [store.get(i) for i in ids]
+    return [i.state for i in found if i is not None]
+
+
+def test_a_lockstep_worker_runs_every_item_to_its_stop_and_writes_in_groups(store: Store) -> None:
+    ids = discovered(store, 12)
+    worker = Worker(
+        store, app_of(lambda ctx: Evidence({"k": ctx.item.key})), batch=N, lockstep=True
+    )
+    drain(worker)
+    assert states(store, ids) == [State.READY_FOR_REVIEW] * 12
+    assert worker.transitions == 24 and worker.claims == 12
+    assert worker.lockstep is not None and worker.slots is None and worker.committer is None
+    assert worker.lockstep.largest > 1, "no group held more than one decision"
+    assert worker.lockstep.groups < 24
+    for item_id in ids:
+        item = store.get(item_id)
+        assert item is not None
+        assert verify_item(item, store.history(item_id)) == []
+
+
+def test_plain_hooks_of_a_lockstep_worker_run_at_the_same_time(store: Store) -> None:
+    """Four plain hooks meet at a barrier of four: run one after another, none would pass."""
+    ids = discovered(store, N)
+    barrier = threading.Barrier(N, timeout=60)
+
+    def observe(ctx: HookContext) -> Evidence:
+        barrier.wait()
+        return Evidence({"met": True})
+
+    drain(Worker(store, app_of(observe), concurrency=N, lockstep=True))
+    assert states(store, ids) == [State.READY_FOR_REVIEW] * N
+
+
+def test_async_hooks_of_a_lockstep_worker_run_at_the_same_time(store: Store) -> None:
+    ids = discovered(store, N)
+    arrived: list[str] = []
+    lock = threading.Lock()
+
+    async def observe(ctx: HookContext) -> Evidence:
+        with lock:
+            arrived.append(ctx.item.id)
+        for _ in range(60_000):  # at most a minute: every hook must be waiting at once
+            with lock:
+                if len(arrived) == N:
+                    return Evidence({"met": True})
+            await asyncio.sleep(0.001)
+        raise TimeoutError("the other hooks never started")
+
+    drain(Worker(store, app_of(observe), concurrency=N, lockstep=True))
+    assert states(store, ids) == [State.READY_FOR_REVIEW] * N
+
+
+@pytest.mark.parametrize("kind", ["plain", "async"])
+def test_a_hook_past_its_time_is_abandoned_and_the_others_go_on(store: Store, kind: str) -> None:
+    """One hook never returns; each attempt is recorded ``hook_timeout`` and retried until its
+    budget is spent, and the items beside it reach their stop meanwhile."""
+    ids = discovered(store, 3)
+    stuck = "i000"
+    never = threading.Event()
+
+    def plain(ctx: HookContext) -> Evidence:
+        if ctx.item.id == stuck:
+            never.wait(120)
+        return Evidence({"ok": True})
+
+    async def waiting(ctx: HookContext) -> Evidence:
+        if ctx.item.id == stuck:
+            await asyncio.Event().wait()
+        return Evidence({"ok": True})
+
+    observe = plain if kind == "plain" else waiting
+    try:
+        worker = Worker(store, app_of(observe, hook_timeout=0.5), concurrency=3, lockstep=True)
+        drain_until_exhausted(worker, store, stuck)
+    finally:
+        never.set()
+    item = store.get(stuck)
+    assert item is not None and item.state is State.EXHAUSTED
+    log = [(e["class"], e["outcome"]) for e in item.attempt_log]
+    assert log[-1] == ("hook_timeout", "exhausted")
+    assert set(log[:-1]) == {("hook_timeout", "retry")}
+    assert states(store, ids[1:]) == [State.READY_FOR_REVIEW] * 2
+
+
+def drain_until_exhausted(worker: Worker, store: Store, item_id: str) -> None:
+    """Tick (and sweep) until ``item_id`` spent its budget; the retry's delay is waited out."""
+    end = time.monotonic() + 120
+    while True:
+        worker.tick()
+        item = store.get(item_id)
+        if item is not None and item.state is State.EXHAUSTED:
+            break
+        assert time.monotonic() < end, "the stuck item never spent its budget"
+        time.sleep(0.01)
+    worker.close()
+
+
+def test_a_lockstep_worker_claims_nothing_ahead(store: Store) -> None:
+    with pytest.raises(ValueError, match="ahead"):
+        Worker(store, app_of(lambda ctx: Evidence({})), lockstep=True, ahead=1)
