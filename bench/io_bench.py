@@ -71,9 +71,12 @@ def _drain(
     from stopline.runtime.worker import Worker
     from stopline.store import open_store
 
-    app = io_app.app_async if kind == "async" else io_app.app_thread
+    app = io_app.app_thread if kind == "thread" else io_app.app_async
     store = open_store(url, migrate=False)
-    worker = Worker(store, app, concurrency=concurrency, batch=concurrency, ahead=ahead)
+    lockstep = kind == "lockstep"  # async hooks, the items as greenlets of one thread
+    worker = Worker(
+        store, app, concurrency=concurrency, batch=concurrency, ahead=ahead, lockstep=lockstep
+    )
     start.wait()
     cpu = time.process_time()  # this process, every thread: user + system
     while True:
@@ -89,7 +92,8 @@ def _drain(
 
 
 def _scenario(kind: str, ahead: int) -> str:
-    return f"io 50ms: stopline ({kind} hooks{f', ahead {ahead}' if ahead else ''})"
+    hooks = "lockstep, async" if kind == "lockstep" else kind
+    return f"io 50ms: stopline ({hooks} hooks{f', ahead {ahead}' if ahead else ''})"
 
 
 def run_once(
@@ -181,3 +185,8 @@ def rows(cfg: BenchConfig) -> Iterator[Row]:
         with temp_sqlite_dir(cfg, "io") as folder:
             url = f"sqlite:///{folder / 'bench.db'}"
             yield run_once(cfg, url, "sqlite sync=FULL", "async", c, ahead)
+        with temp_database(cfg.pg_admin_dsn, "io") as name:
+            yield run_once(cfg, url_for(cfg.pg_admin_dsn, name), "postgres", "lockstep", c)
+        with temp_sqlite_dir(cfg, "io") as folder:
+            url = f"sqlite:///{folder / 'bench.db'}"
+            yield run_once(cfg, url, "sqlite sync=FULL", "lockstep", c)

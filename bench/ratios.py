@@ -36,7 +36,8 @@ def lines(rows: list[Row], cores: int | None = None) -> list[str]:
                 name = str(r["scenario"])
                 if r["store"] == store and r["workers"] == w and name.startswith("stopline"):
                     batch = r["details"].get("batch", 1)
-                    cell = f"batch {batch}: {_ratio(r.get('rate'), raw)}"
+                    how = "lockstep " if r["details"].get("lockstep") else ""
+                    cell = f"{how}batch {batch}: {_ratio(r.get('rate'), raw)}"
                     if store == "postgres":
                         cell += f" (vs pgqueuer batched {_ratio(r.get('rate'), pgq)})"
                     cells.append(cell)

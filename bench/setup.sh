@@ -13,7 +13,7 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 
 "$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet -e "$repo[postgres,server]"
+"$venv/bin/python" -m pip install --quiet -e "$repo[postgres,server,lockstep]"
 "$venv/bin/python" -m pip install --quiet -r "$here/requirements-peers.txt"
 
 "$venv/bin/python" - <<'PY'

@@ -72,6 +72,7 @@ def _drain(
     start: mp.synchronize.Event,
     out: mp.Queue[tuple[int, int, float, float]],
     batch: int,
+    lockstep: bool = False,
 ) -> None:
     import noop_app
 
@@ -80,7 +81,7 @@ def _drain(
 
     store = open_store(url, migrate=False)
     # the worker as `stopline run` makes it: leases renewed while a step runs
-    worker = Worker(store, noop_app.app, concurrency=batch, batch=batch)
+    worker = Worker(store, noop_app.app, concurrency=batch, batch=batch, lockstep=lockstep)
     start.wait()
     written = _written_bytes()
     cpu = time.process_time()  # this process, every thread: user + system
@@ -145,13 +146,26 @@ def row_bytes(url: str) -> float | None:
     return round(per_write, 1)
 
 
-def run_once(cfg: BenchConfig, url: str, store_label: str, workers: int, batch: int = 1) -> Row:
+def _scenario(batch: int, lockstep: bool) -> str:
+    if lockstep:
+        return f"stopline lockstep batch {batch}"
+    return "stopline" if batch == 1 else f"stopline batch {batch}"
+
+
+def run_once(
+    cfg: BenchConfig,
+    url: str,
+    store_label: str,
+    workers: int,
+    batch: int = 1,
+    lockstep: bool = False,
+) -> Row:
     """One drain, as a row; a failure (a worker that died, the server gone) is an n/a row."""
     try:
-        return _run_once(cfg, url, store_label, workers, batch)
+        return _run_once(cfg, url, store_label, workers, batch, lockstep)
     except Exception as exc:
         return make_row(
-            scenario="stopline" if batch == 1 else f"stopline batch {batch}",
+            scenario=_scenario(batch, lockstep),
             store=store_label,
             workers=workers,
             items=cfg.items,
@@ -160,16 +174,20 @@ def run_once(cfg: BenchConfig, url: str, store_label: str, workers: int, batch: 
             seconds=None,
             error=short_error(exc) or type(exc).__name__,
             batch=batch,
+            lockstep=lockstep,
         )
 
 
-def _run_once(cfg: BenchConfig, url: str, store_label: str, workers: int, batch: int) -> Row:
+def _run_once(
+    cfg: BenchConfig, url: str, store_label: str, workers: int, batch: int, lockstep: bool
+) -> Row:
     n = cfg.items
     prepare(url, n)
     ctx = mp.get_context("spawn")
     start = ctx.Event()
     out: mp.Queue[tuple[int, int, float, float]] = ctx.Queue()
-    procs = [ctx.Process(target=_drain, args=(url, n, start, out, batch)) for _ in range(workers)]
+    args = (url, n, start, out, batch, lockstep)
+    procs = [ctx.Process(target=_drain, args=args) for _ in range(workers)]
     for p in procs:
         p.start()
     time.sleep(1.0)  # let every process import and connect before the clock starts
@@ -200,7 +218,7 @@ def _run_once(cfg: BenchConfig, url: str, store_label: str, workers: int, batch:
     error = None if done == n else f"only {done} of {n} items completed"
     transitions = n * TRANSITIONS_PER_ITEM
     return make_row(
-        scenario="stopline" if batch == 1 else f"stopline batch {batch}",
+        scenario=_scenario(batch, lockstep),
         store=store_label,
         workers=workers,
         items=n,
@@ -211,6 +229,7 @@ def _run_once(cfg: BenchConfig, url: str, store_label: str, workers: int, batch:
         items_per_s=round(n / seconds, 1),
         claimed_steps=steps,
         batch=batch,
+        lockstep=lockstep,
         row_bytes_per_transition=row_bytes(url),
         cpu_ms_per_op=round(1000 * cpu / transitions, 3),
         db_cpu_ms_per_op=per_op_ms(db_cpu, db_after, transitions),
@@ -222,16 +241,18 @@ def _run_once(cfg: BenchConfig, url: str, store_label: str, workers: int, batch:
 
 def rows(cfg: BenchConfig) -> Iterator[Row]:
     """Batch 1 (one step at a time, as always) on every store and worker count; the larger
-    batches on SQLite FULL and PostgreSQL."""
+    batches on SQLite FULL and PostgreSQL, on step threads and in lockstep."""
+    runs = [(b, False) for b in cfg.batches] + [(b, True) for b in cfg.batches if b > 1]
     for sync in cfg.sqlite_syncs:
-        for b in cfg.batches:
+        for b, lockstep in runs:
             if b > 1 and sync != "FULL":
                 continue
             for w in cfg.workers:
                 with temp_sqlite_dir(cfg, "stopline") as folder:
                     url = f"sqlite:///{folder / 'bench.db'}?synchronous={sync.lower()}"
-                    yield run_once(cfg, url, f"sqlite sync={sync}", w, b)
-    for b in cfg.batches:
+                    yield run_once(cfg, url, f"sqlite sync={sync}", w, b, lockstep)
+    for b, lockstep in runs:
         for w in cfg.workers:
             with temp_database(cfg.pg_admin_dsn, "stopline") as name:
-                yield run_once(cfg, url_for(cfg.pg_admin_dsn, name), "postgres", w, b)
+                url = url_for(cfg.pg_admin_dsn, name)
+                yield run_once(cfg, url, "postgres", w, b, lockstep)

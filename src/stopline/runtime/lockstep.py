@@ -182,15 +182,18 @@ class Lockstep:
     def pump(self, wait: bool = True) -> None:
         """One round: run at most ``chunk`` of the items that can go on, write the decisions
         that wait, and take in the hooks that ended; with ``wait`` and nothing to run, wait a
-        little for a hook to end. The loop claims between rounds, so that the items a round
-        ends are replaced while the others wait (a whole batch run at once would wait, and
-        then be run, all together)."""
+        little for a hook to end (not when an item ended: the loop claims its successor
+        first). The loop claims between rounds, so that the items a round ends are replaced
+        while the others wait (a whole batch run at once would wait, and then be run, all
+        together)."""
         self._driver = greenlet.getcurrent()
+        flying = self.in_flight
         self._run_ready(self.chunk)
         if self._commits:
             self._write_group()
         self._collect(block=False)
-        if wait and not self._ready and not self._commits and self._waiting:
+        ended = self.in_flight < flying  # room for the loop to claim: no waiting, then
+        if wait and not ended and not self._ready and not self._commits and self._waiting:
             self._collect(block=True)
 
     def raise_failure(self) -> None:
