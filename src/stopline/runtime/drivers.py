@@ -12,7 +12,9 @@ from .group_commit import GroupCommitter
 from .lockstep import Lockstep
 from .slots import Slots
 
-Drivers = tuple[Slots | None, GroupCommitter | None, Lockstep | None]
+# the step threads, what writes the decisions in groups (the group committer, or the lockstep
+# driver itself), and the lockstep driver
+Drivers = tuple[Slots | None, GroupCommitter | Lockstep | None, Lockstep | None]
 
 
 def drivers(
@@ -35,7 +37,10 @@ def drivers(
     if lockstep:
         if ahead:
             raise ValueError("a lockstep worker claims no items ahead")
-        return None, None, Lockstep(store, size, batch, limits)
+        # a PostgreSQL read waits on the network: it runs on a thread, not on the driver's
+        wait_reads = getattr(store, "dialect", "sqlite") != "sqlite"
+        lockstep_driver = Lockstep(store, size, batch, limits, wait_reads)
+        return None, lockstep_driver, lockstep_driver
     if size > 1 or ahead:
         return Slots(size, limits, process, ahead), GroupCommitter(store, batch), None
     return None, None, None

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import queue
 import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from ..core.decision import Decision
 from ..core.records import Item
@@ -41,6 +43,7 @@ try:  # an optional dependency: ``pip install 'stopline[lockstep]'``
 except ImportError:  # pragma: no cover - checked when a lockstep worker is made
     greenlet = None
 
+T = TypeVar("T")
 _COMMIT, _HOOK = "commit", "hook"
 WAIT_AT_MOST = 0.05  # seconds the driver waits for a hook before it returns to the loop
 
@@ -119,7 +122,12 @@ class Lockstep:
     decisions written in groups of at most ``limit``."""
 
     def __init__(
-        self, store: Store, size: int, limit: int, limits: Mapping[str, int | None]
+        self,
+        store: Store,
+        size: int,
+        limit: int,
+        limits: Mapping[str, int | None],
+        wait_reads: bool = False,
     ) -> None:
         if greenlet is None:
             raise RuntimeError(
@@ -129,6 +137,7 @@ class Lockstep:
         self.size = size
         self.limit = limit
         self.limits = dict(limits)
+        self.wait_reads = wait_reads  # the store's reads wait on the network (see ``read``)
         # items run in one round: half of those in flight, so that the items a round ends
         # are replaced (and start waiting) while the rest are run
         self.chunk = max(1, size // 2)
@@ -303,6 +312,18 @@ class Lockstep:
         self._waiting[ticket] = waiting
         self._threads.submit(call)
         return self._driver.switch((_HOOK, waiting))
+
+    def read(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``function(*args, **kwargs)``, a read of the store. With ``wait_reads`` (a store
+        whose reads wait on the network), called in an item's greenlet, it runs on a hook
+        thread while the driver runs the other items, so that one item's round trip does not
+        hold them all; otherwise (SQLite's reads are CPU on this process) in place."""
+        if not self.wait_reads or self._driver is None or greenlet.getcurrent() is self._driver:
+            return function(*args, **kwargs)
+        result, error = self._hook(partial(function, *args, **kwargs), (), math.inf)
+        if error is not None:
+            raise error
+        return result  # type: ignore[no-any-return]
 
 
 def _future_answer(future: Any) -> tuple[Any, BaseException | None]:

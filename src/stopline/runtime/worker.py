@@ -267,9 +267,10 @@ class Worker:
         now = self.clock()
         # one snapshot: the row and its head; before acting its history, ledger and registry
         if reads is None or authority or self.trust is not None:
-            reads = self.store.guard_reads(
-                item.id, history=authority, registry=authority or self.trust is not None
-            )
+            read = self.store.guard_reads
+            if self.lockstep is not None:  # on a thread, when the store's reads wait
+                read = partial(self.lockstep.read, read)
+            reads = read(item.id, history=authority, registry=authority or self.trust is not None)
         fresh, head, legacy, registry = reads.item, reads.head, reads.legacy_seal, reads.registry
         if fresh is None or (fresh.version, fresh.lease_token) != (item.version, item.lease_token):
             raise LeaseLost(item.id)  # someone else wrote it: this claim is over
@@ -377,11 +378,9 @@ class Worker:
         raise LeaseLost(holder.item.id)
 
     def _apply_reading_back(self, decision: Decision) -> bool | None:
-        """``store.apply`` (through the group committer, if any), read back when the database
-        goes away midway (``commit.reading_back``)."""
+        """``store.apply`` (through the group committer or the lockstep driver, if any), read
+        back when the database goes away midway (``commit.reading_back``)."""
         write = self.store.apply if self.committer is None else self.committer.apply
-        if self.lockstep is not None:
-            write = self.lockstep.apply
         return reading_back(self.store, write, self._unavailable, decision)
 
     def _finishing(self, decision: Decision) -> None:
