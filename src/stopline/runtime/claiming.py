@@ -41,16 +41,24 @@ def claim_due(
     return [(item, None) for item in items]
 
 
+def claim_room(
+    worker: Worker, now: datetime, room: tuple[list[str], int]
+) -> list[tuple[Item, GuardReads | None]]:
+    """Claim up to ``room`` items (at most a batch) of the automations it names, each with
+    its automation's lease."""
+    names, free = room
+    if free <= 0:
+        return []
+    shortest = min(worker.leases[name] for name in names)
+    leases = {name: worker.leases[name] for name in names}
+    return claim_due(worker, now, shortest, leases, min(free, worker.batch))
+
+
 def start_what_fits(worker: Worker, now: datetime, slots: Slots) -> bool:
     """Claim what ``slots`` have room for and start it. ``True`` when something was claimed,
     or steps are still in flight (after waiting a little for one of them to end)."""
     slots.raise_failure()
-    names, room = slots.room(list(worker.leases))
-    claimed: list[tuple[Item, GuardReads | None]] = []
-    if room > 0:
-        shortest = min(worker.leases[name] for name in names)
-        leases = {name: worker.leases[name] for name in names}
-        claimed = claim_due(worker, now, shortest, leases, min(room, worker.batch))
+    claimed = claim_room(worker, now, slots.room(list(worker.leases)))
     for item, reads in claimed:
         worker.counted("claims")
         holder = LeaseHolder(item)
@@ -74,12 +82,7 @@ def start_in_lockstep(worker: Worker, now: datetime, lockstep: Lockstep) -> bool
     little for a hook when nothing was claimed). ``True`` when something was claimed, or
     items are still in flight."""
     lockstep.raise_failure()
-    names, room = lockstep.room(list(worker.leases))
-    claimed: list[tuple[Item, GuardReads | None]] = []
-    if room > 0:
-        shortest = min(worker.leases[name] for name in names)
-        leases = {name: worker.leases[name] for name in names}
-        claimed = claim_due(worker, now, shortest, leases, min(room, worker.batch))
+    claimed = claim_room(worker, now, lockstep.room(list(worker.leases)))
     for item, reads in claimed:
         worker.counted("claims")
         lockstep.start(item, partial(worker.process, item, reads, LeaseHolder(item)))
