@@ -322,3 +322,27 @@ def test_env_var_selects_the_database(
     monkeypatch.setenv("STOPLINE_DATABASE_URL", f"sqlite:///{tmp_path / 'env.db'}")
     assert run_json(capsys, "migrate")[0] == 0
     assert (tmp_path / "env.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "code", "why"),
+    [
+        ([], "import sys; sys.modules['greenlet'] = None", "needs the greenlet package"),
+        (["--ahead", "2"], "", "--ahead does not combine with --lockstep"),
+    ],
+)
+def test_run_lockstep_that_cannot_be_is_a_usage_error(
+    extra: list[str], code: str, why: str, tmp_path: Path
+) -> None:
+    """``--lockstep`` without the greenlet package (here made unimportable, as on a machine
+    without the extra), or with ``--ahead``: exit 2, one line that says why, no traceback,
+    nothing run."""
+    db = tmp_path / "demo.db"
+    args = ["run", "stopline.examples.demo:app", "--once", "--lockstep", "--db", f"sqlite:///{db}"]
+    program = (
+        f"{code}\nfrom stopline.cli.main import main\nraise SystemExit(main({args + extra!r}))"
+    )
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert out.returncode == 2, out.stderr
+    assert why in out.stderr and "Traceback" not in out.stderr
+    assert not db.exists()

@@ -115,6 +115,15 @@ def cmd_run(args: argparse.Namespace, store: Store | None, out: Out) -> int:
         raise UsageError("--concurrency and --batch must be at least 1")
     if args.ahead < 0:
         raise UsageError("--ahead must be at least 0")
+    if args.lockstep:
+        from ..runtime import lockstep
+
+        if args.ahead:
+            raise UsageError("--ahead does not combine with --lockstep")
+        if not lockstep.available():
+            raise UsageError(
+                "--lockstep needs the greenlet package: pip install 'stopline[lockstep]'"
+            )
     behind = refuse_if_behind(args, store)
     if behind:  # a rollback or rewrite before the checkpoint: no worker acts on it
         out.doc(
