@@ -14,18 +14,18 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from helpers import T0, decide_at
 from stopline import App, Automation, Evidence, ReportForReview, RetryPolicy
-from stopline.core.commands import Discover
+from stopline.core.commands import Discover, Observe
 from stopline.core.states import State
 from stopline.core.verify import verify_item
 from stopline.runtime.automation import HookContext
 from stopline.runtime.worker import Worker
-from stopline.store import Store
+from stopline.store import Store, open_store
 
 N = 4
 
@@ -160,3 +160,67 @@ def drain_until_exhausted(worker: Worker, store: Store, item_id: str) -> None:
 def test_a_lockstep_worker_claims_nothing_ahead(store: Store) -> None:
     with pytest.raises(ValueError, match="ahead"):
         Worker(store, app_of(lambda ctx: Evidence({})), lockstep=True, ahead=1)
+
+
+def test_one_item_at_a_time_in_lockstep_runs_every_item(store: Store) -> None:
+    """With room for one item, each round ends the item in flight: the loop must still be
+    told there is work (else a ``--once`` run stops with items due)."""
+    ids = discovered(store, 5)
+    drain(Worker(store, app_of(lambda ctx: Evidence({"ok": True})), lockstep=True))
+    assert states(store, ids) == [State.READY_FOR_REVIEW] * 5
+
+
+def test_a_decision_that_lost_its_compare_and_set_is_not_taken_as_written(
+    store: Store, store_url: str
+) -> None:
+    """While its hook runs, another write changes the item: the worker's decision loses, is
+    audited as refused, counts as no transition, and leaves no event; the item goes on from
+    the other write."""
+    ids = discovered(store, 2)
+    rival_url = store_url
+
+    def observe(ctx: HookContext) -> Evidence:
+        if ctx.item.id == ids[0]:
+            other = open_store(rival_url)
+            try:
+                item = other.get(ctx.item.id)
+                assert item is not None
+                command = Observe(item.lease_owner or "", item.lease_token, {"rival": 1}, T0)
+                assert other.apply(decide_at(item, command, T0))
+            finally:
+                other.close()
+        return Evidence({"mine": 1})
+
+    worker = Worker(store, app_of(observe), concurrency=2, lockstep=True)
+    drain(worker)
+    history = store.history(ids[0])
+    observes = [e for e in history if e.command == "observe"]
+    assert len(observes) == 1 and observes[0].actor is not None
+    item = store.get(ids[0])
+    assert item is not None and item.doc("evidence")["data"] == {"rival": 1}
+    assert worker.refusals >= 1
+    assert worker.transitions == 3  # the other item's two, and this one's propose
+
+
+class Broken:
+    """The store, whose group writes raise what no reconnect rule covers (a bug)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def apply_many(self, decisions: Any) -> Any:
+        raise RuntimeError("a bug in a group write")
+
+
+def test_a_group_write_that_raised_is_raised_in_the_workers_loop(store: Store) -> None:
+    discovered(store, 2)
+    worker = Worker(
+        cast(Store, Broken(store)), app_of(lambda ctx: Evidence({})), batch=2, lockstep=True
+    )
+    end = time.monotonic() + 120
+    with pytest.raises(RuntimeError, match="a bug in a group write"):
+        while time.monotonic() < end:
+            worker.tick()
