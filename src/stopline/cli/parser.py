@@ -134,7 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--lockstep",
         action="store_true",
-        default=os.environ.get("STOPLINE_LOCKSTEP", "") in ("1", "true", "yes"),
+        default=os.environ.get("STOPLINE_LOCKSTEP", "").strip().lower()
+        in ("1", "true", "yes", "on"),
         help="run each worker process's items as greenlets of one thread, their decisions"
         " written in groups (needs the lockstep extra; env STOPLINE_LOCKSTEP=1)",
     )
