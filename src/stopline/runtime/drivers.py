@@ -38,7 +38,7 @@ def drivers(
         if ahead:
             raise ValueError("a lockstep worker claims no items ahead")
         # a PostgreSQL read waits on the network: it runs on a thread, not on the driver's
-        wait_reads = getattr(store, "dialect", "sqlite") != "sqlite"
+        wait_reads = store.dialect != "sqlite"
         lockstep_driver = Lockstep(store, size, batch, limits, wait_reads)
         return None, lockstep_driver, lockstep_driver
     if size > 1 or ahead:

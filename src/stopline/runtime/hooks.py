@@ -97,7 +97,7 @@ _loop_lock = threading.Lock()
 
 def event_loop() -> asyncio.AbstractEventLoop:
     """The event loop every ``async`` hook of this process runs on (a daemon thread, started
-    on first use, and again after a hook held the last one: :func:`_retire_if_held`)."""
+    on first use, and again after a hook held the last one: :func:`retire_if_held`)."""
     global _loop, _loop_thread
     with _loop_lock:
         if _loop is None or _loop_thread is None or not _loop_thread.is_alive():
@@ -109,7 +109,7 @@ def event_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
-def _retire_if_held(loop: asyncio.AbstractEventLoop) -> None:
+def retire_if_held(loop: asyncio.AbstractEventLoop) -> None:
     """After a hook on ``loop`` ran past its time: a loop that cannot run a no-op within
     ``HELD_AFTER`` seconds is held by a hook that blocks its thread (a blocking call inside an
     ``async def``), and every later hook sent to it would time out too. Later hooks get a new
@@ -241,7 +241,7 @@ class HookRunner:
     ) -> tuple[Any, BaseException | None]:
         loop = event_loop()
         try:
-            future = asyncio.run_coroutine_threadsafe(_guarded(function(*args)), loop)
+            future = asyncio.run_coroutine_threadsafe(guarded(function(*args)), loop)
         except BaseException as error:  # raised before the coroutine ever ran
             return None, error
         try:
@@ -249,14 +249,14 @@ class HookRunner:
         except concurrent.futures.TimeoutError:  # the hook's own are in its result
             future.cancel()  # the task is cancelled; whatever it returns is dropped
             self.abandoned += 1
-            _retire_if_held(loop)
+            retire_if_held(loop)
             raise HookTimeout from None
         except BaseException as error:  # cancelled from outside
             return None, error
         return result
 
 
-async def _guarded(work: Any) -> tuple[Any, BaseException | None]:
+async def guarded(work: Any) -> tuple[Any, BaseException | None]:
     """Await a hook's coroutine; what it raises (``SystemExit`` too) is its failure and never
     reaches the event loop, which goes on serving every other hook."""
     try:

@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 from ..core.decision import Decision
 from ..core.records import Item
 from ..store import Store
-from .hooks import HookRunner, HookTimeout, _guarded, _retire_if_held, event_loop, is_async
+from .hooks import HookRunner, HookTimeout, event_loop, guarded, is_async, retire_if_held
 
 try:  # an optional dependency: ``pip install 'stopline[lockstep]'``
     import greenlet
@@ -54,7 +54,8 @@ def available() -> bool:
 
 
 class _Call:
-    """One plain hook call on a hook thread; ``done`` is put on the driver's queue after it."""
+    """One plain hook call on a hook thread; its ``ticket`` is put on the driver's queue when
+    it ends."""
 
     __slots__ = ("args", "error", "function", "result", "ticket")
 
@@ -219,10 +220,15 @@ class Lockstep:
 
     # --- what an item's greenlet calls -------------------------------------------------------
 
+    def in_item(self) -> bool:
+        """Whether this is an item's greenlet (not the driver, nor another thread): one the
+        driver started, so that switching to the driver hands this item's wait to it."""
+        return self._driver is not None and greenlet.getcurrent().parent is self._driver
+
     def apply(self, decision: Decision) -> bool:
         """``store.apply`` through the next group: ``True`` written, ``False`` another write
         came first. Raises what the group's write raised."""
-        if self._driver is None or greenlet.getcurrent() is self._driver:
+        if not self.in_item():
             return self.store.apply(decision)  # not in an item's greenlet: write it alone
         answer: bool = self._driver.switch((_COMMIT, decision))
         return answer
@@ -296,7 +302,7 @@ class Lockstep:
         if is_async(function):
             loop = event_loop()
             try:
-                future = asyncio.run_coroutine_threadsafe(_guarded(function(*args)), loop)
+                future = asyncio.run_coroutine_threadsafe(guarded(function(*args)), loop)
             except BaseException as error:  # raised before the coroutine ever ran
                 return None, error
             waiting = _Waiting(greenlet.getcurrent(), deadline, None, future)
@@ -305,7 +311,7 @@ class Lockstep:
             try:
                 return self._driver.switch((_HOOK, waiting))
             except HookTimeout:
-                _retire_if_held(loop)
+                retire_if_held(loop)
                 raise
         call = _Call(function, args, ticket)
         waiting = _Waiting(greenlet.getcurrent(), deadline, call, None)
@@ -318,7 +324,7 @@ class Lockstep:
         whose reads wait on the network), called in an item's greenlet, it runs on a hook
         thread while the driver runs the other items, so that one item's round trip does not
         hold them all; otherwise (SQLite's reads are CPU on this process) in place."""
-        if not self.wait_reads or self._driver is None or greenlet.getcurrent() is self._driver:
+        if not self.wait_reads or not self.in_item():
             return function(*args, **kwargs)
         result, error = self._hook(partial(function, *args, **kwargs), (), math.inf)
         if error is not None:
@@ -350,8 +356,7 @@ class _LockstepRunner(HookRunner):
         timeout: float,
         on_timeout: Callable[[], None] | None = None,
     ) -> tuple[Any, BaseException | None]:
-        driver = self._lockstep._driver
-        if driver is None or greenlet.getcurrent() is driver:
+        if not self._lockstep.in_item():
             return super().run(function, args, timeout)
         try:
             answer: tuple[Any, BaseException | None] = self._lockstep._hook(function, args, timeout)
