@@ -19,7 +19,18 @@ from typing import Any, cast
 import pytest
 
 from helpers import T0, decide_at
-from stopline import App, Automation, Evidence, ReportForReview, RetryPolicy
+from integrity.attacker import Attacker
+from stopline import (
+    App,
+    ApprovalPolicy,
+    ApprovalRule,
+    Automation,
+    Deliver,
+    Evidence,
+    Proposal,
+    ReportForReview,
+    RetryPolicy,
+)
 from stopline.core.commands import Discover, Observe
 from stopline.core.states import State
 from stopline.core.verify import verify_item
@@ -222,5 +233,109 @@ def test_a_group_write_that_raised_is_raised_in_the_workers_loop(store: Store) -
     )
     end = time.monotonic() + 120
     with pytest.raises(RuntimeError, match="a bug in a group write"):
+        while time.monotonic() < end:
+            worker.tick()
+
+
+# --- the checks before acting, read a round at a time ------------------------------------
+
+
+def acting_app(propose: Callable[[HookContext], Proposal], executed: list[str]) -> App:
+    def execute(ctx: HookContext) -> Deliver:
+        executed.append(ctx.item.id)
+        return Deliver()
+
+    auto = Automation(
+        "auto",
+        lambda ctx: [],
+        lambda ctx: Evidence({"ok": True}),
+        propose,
+        execute=execute,
+        approval=ApprovalPolicy(default=ApprovalRule(approvals=0)),
+    )
+    return App([auto])
+
+
+class Reads:
+    """The store, counting the checks before acting it is asked for, alone or together."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.alone: list[str] = []
+        self.together: list[list[str]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def guard_reads(self, item_id: str, *, history: bool, registry: bool) -> Any:
+        if history:
+            self.alone.append(item_id)
+        return self.store.guard_reads(item_id, history=history, registry=registry)
+
+    def guard_reads_many(self, item_ids: Any) -> Any:
+        self.together.append(list(item_ids))
+        return self.store.guard_reads_many(item_ids)
+
+
+def test_the_checks_before_acting_are_read_a_round_at_a_time(store: Store) -> None:
+    """Every check before acting of a lockstep worker's items is read through
+    ``guard_reads_many`` (a round's in one snapshot; on PostgreSQL one statement), never one
+    by one, and every item acts twice, checked each time."""
+    ids = discovered(store, 8)
+    executed: list[str] = []
+    reads = Reads(store)
+    app = acting_app(lambda ctx: Proposal("tidy", {}), executed)
+    worker = Worker(cast(Store, reads), app, batch=N, lockstep=True)
+    drain(worker)
+    assert states(store, ids) == [State.COMPLETED] * 8 and sorted(executed) == ids
+    assert worker.lockstep is not None
+    checks = sorted(reads.alone + [i for group in reads.together for i in group])
+    assert checks == sorted(ids * 2)  # before it executes and before it reads back
+    assert not reads.alone and worker.lockstep.read_groups == len(reads.together)
+    assert all(len(set(group)) == len(group) for group in reads.together)
+    for item_id in ids:
+        item = store.get(item_id)
+        assert item is not None and verify_item(item, store.history(item_id)) == []
+
+
+def test_a_history_edited_before_its_check_is_never_acted_on(store: Store, store_url: str) -> None:
+    """A dishonest hook rewrites its own item's first event by SQL before the item acts: the
+    check before acting (read with the round's others) finds it, and that item never
+    executes; the others complete."""
+    ids = discovered(store, 4)
+    executed: list[str] = []
+
+    def propose(ctx: HookContext) -> Proposal:
+        if ctx.item.id == ids[1]:
+            attacker = Attacker(store_url)
+            try:
+                attacker.sql(
+                    "UPDATE events SET actor = :actor WHERE item_id = :id AND seq = 1",
+                    {"actor": "mallory", "id": ctx.item.id},
+                )
+            finally:
+                attacker.close()
+        return Proposal("tidy", {})
+
+    drain(Worker(store, acting_app(propose, executed), batch=N, lockstep=True))
+    assert ids[1] not in executed and sorted(executed) == sorted(set(ids) - {ids[1]})
+    assert states(store, ids) == [
+        State.COMPLETED,
+        State.EXCEPTION,
+        State.COMPLETED,
+        State.COMPLETED,
+    ]
+
+
+def test_a_read_group_that_raised_is_raised_in_the_workers_loop(store: Store) -> None:
+    class Unreadable(Reads):
+        def guard_reads_many(self, item_ids: Any) -> Any:
+            raise RuntimeError("a bug in a read group")
+
+    discovered(store, 2)
+    app = acting_app(lambda ctx: Proposal("tidy", {}), [])
+    worker = Worker(cast(Store, Unreadable(store)), app, batch=2, lockstep=True)
+    end = time.monotonic() + 120
+    with pytest.raises(RuntimeError, match="a bug in a read group"):
         while time.monotonic() < end:
             worker.tick()

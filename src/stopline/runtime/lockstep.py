@@ -5,10 +5,11 @@ same code as always (``Worker.process``), but in a greenlet of the worker's thre
 on a step thread of its own. An item's greenlet runs until it has to wait: for a hook or a
 target call (run on a hook thread, or on the event loop for an ``async`` hook), or for the
 write of a decision. It then hands control back to the driver (:class:`Lockstep`), which runs
-the next item that can go on. Once none can, the driver writes every decision waiting in one
-transaction (``store.apply_many``, each on its own compare-and-set, a lost one refusing that
-item only), hands each item its answer, and waits for the first hook to end (or its time to
-run out). So a batch of items is decided and written on one thread, with no thread switch
+the next item that can go on. Once none can, the driver reads the checks before acting of
+every item waiting for one at once (``store.guard_reads_many``: one snapshot, on PostgreSQL
+one statement), writes every decision waiting in one transaction
+(``store.apply_many``, each on its own compare-and-set, a lost one refusing that item only),
+hands each item its answer, and waits for the first hook to end (or its time to run out). So a batch of items is decided and written on one thread, with no thread switch
 between one item's decision and the next: what a thread per item cost (waking, the
 interpreter lock handed over at every statement) is gone, and a group holds every decision
 that was ready.
@@ -36,6 +37,7 @@ from typing import Any, TypeVar
 from ..core.decision import Decision
 from ..core.records import Item
 from ..store import Store
+from ..store.protocol import GuardReads
 from .hooks import HookRunner, HookTimeout, event_loop, guarded, is_async, retire_if_held
 
 try:  # an optional dependency: ``pip install 'stopline[lockstep]'``
@@ -44,7 +46,7 @@ except ImportError:  # pragma: no cover - checked when a lockstep worker is made
     greenlet = None
 
 T = TypeVar("T")
-_COMMIT, _HOOK = "commit", "hook"
+_COMMIT, _HOOK, _READ = "commit", "hook", "read"
 WAIT_AT_MOST = 0.05  # seconds the driver waits for a hook before it returns to the loop
 
 
@@ -144,9 +146,12 @@ class Lockstep:
         self.chunk = max(1, size // 2)
         self.groups = 0  # transactions written
         self.largest = 0  # the most decisions one of them held
+        self.read_groups = 0  # statements that read the checks of several items
+        self.largest_read = 0  # the most items one of them read
         self._driver: Any = None
         self._ready: deque[tuple[Any, Any, bool]] = deque()  # (greenlet, value, throw it)
         self._commits: list[tuple[Any, Decision]] = []
+        self._reads: list[tuple[Any, str]] = []  # (greenlet, item id) waiting for its check
         self._waiting: dict[int, _Waiting] = {}
         self._ended: queue.SimpleQueue[int] = queue.SimpleQueue()
         self._threads = _HookThreads(self._ended)
@@ -199,6 +204,8 @@ class Lockstep:
         self._driver = greenlet.getcurrent()
         flying = self.in_flight
         self._run_ready(self.chunk)
+        if self._reads:
+            self._read_group()
         if self._commits:
             self._write_group()
         self._collect(block=False)
@@ -244,6 +251,8 @@ class Lockstep:
             kind, payload = request
             if kind == _COMMIT:
                 self._commits.append((glet, payload))
+            elif kind == _READ:
+                self._reads.append((glet, payload))
             # else a hook, started and filed by ``_hook``: its answer resumes the greenlet
 
     def _write_group(self) -> None:
@@ -258,6 +267,20 @@ class Lockstep:
                 self._ready.append((glet, ok, False))
         self.groups += 1
         self.largest = max(self.largest, len(group))
+
+    def _read_group(self) -> None:
+        group, self._reads = self._reads, []
+        try:
+            found = self.store.guard_reads_many([item_id for _, item_id in group])
+        except BaseException as error:
+            for glet, _ in group:
+                self._ready.append((glet, error, True))
+        else:
+            missing = GuardReads(None, None, None)  # no such item: the check stops there
+            for glet, item_id in group:
+                self._ready.append((glet, found.get(item_id, missing), False))
+        self.read_groups += 1
+        self.largest_read = max(self.largest_read, len(group))
 
     def _collect(self, *, block: bool) -> bool:
         """Hand each ended hook's answer to its item, and a timeout to each item whose hook
@@ -318,6 +341,16 @@ class Lockstep:
         self._waiting[ticket] = waiting
         self._threads.submit(call)
         return self._driver.switch((_HOOK, waiting))
+
+    def guard_reads(self, item_id: str, *, history: bool, registry: bool) -> GuardReads:
+        """``store.guard_reads``. The check before acting (``history`` and ``registry``) of an
+        item's greenlet is read with those of the other items of its round, in one snapshot
+        (``store.guard_reads_many``: on PostgreSQL one statement); any other read as
+        :meth:`read` reads it."""
+        if not (history and registry and self.in_item()):
+            return self.read(self.store.guard_reads, item_id, history=history, registry=registry)
+        answer: GuardReads = self._driver.switch((_READ, item_id))
+        return answer
 
     def read(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``function(*args, **kwargs)``, a read of the store. With ``wait_reads`` (a store

@@ -267,9 +267,8 @@ class Worker:
         now = self.clock()
         # one snapshot: the row and its head; before acting its history, ledger and registry
         if reads is None or authority or self.trust is not None:
-            read = self.store.guard_reads
-            if self.lockstep is not None:  # on a thread, when the store's reads wait
-                read = partial(self.lockstep.read, read)
+            # lockstep: with the other items' checks, when the store's reads wait
+            read = self.store.guard_reads if self.lockstep is None else self.lockstep.guard_reads
             reads = read(item.id, history=authority, registry=authority or self.trust is not None)
         fresh, head, legacy, registry = reads.item, reads.head, reads.legacy_seal, reads.registry
         if fresh is None or (fresh.version, fresh.lease_token) != (item.version, item.lease_token):

@@ -63,15 +63,46 @@ class SQLLeases(SQLSchema):
         found = self._read_all(statements)
         if not found[0]:
             return GuardReads(None, None, None)
-        item, head, legacy = self._with_head(self._one(found[0][0], None), found[0][0])
-        reads = GuardReads(item, head, legacy)
-        if history:
-            events = [self._event(r) for r in found[1]]
-            ledger = [(self._ledger_entry(r), r["before_hash"]) for r in found[2]]
-            reads = replace(reads, history=events, ledger=ledger)
+        reads = self._guard_reads_of(found[0][0], found[1:3] if history else None)
         if registry:
             known = self._registry_if_unchanged(found[-1]) if check is not None else None
             reads = replace(reads, registry=self._read_registry() if known is None else known)
+        return reads
+
+    def guard_reads_many(self, item_ids: Sequence[str]) -> dict[str, GuardReads]:
+        """Each item's row, history and ledger entries, and the registry's check once, in
+        one read transaction (one snapshot)."""
+        ids = list(dict.fromkeys(item_ids))
+        statements = []
+        for item_id in ids:
+            by_id = {"id": item_id}
+            statements += [
+                (self.q[name], by_id) for name in ("current_item", "history", "item_ledger")
+            ]
+        check = self._registry_check()
+        if check is not None:
+            statements.append(check)
+        found = self._read_all(statements) if ids else []
+        rows = {item_id: found[3 * k : 3 * k + 3] for k, item_id in enumerate(ids)}
+        rows = {item_id: each for item_id, each in rows.items() if each[0]}
+        if not rows:
+            return {}
+        known = self._registry_if_unchanged(found[-1]) if check is not None else None
+        registry = self._read_registry() if known is None else known
+        return {
+            item_id: replace(self._guard_reads_of(each[0][0], each[1:]), registry=registry.copy())
+            for item_id, each in rows.items()
+        }
+
+    def _guard_reads_of(self, row: Row, history: list[list[Row]] | None) -> GuardReads:
+        """The reads of an item from its row (``current_item``) and, with ``history``, the
+        rows of ``history`` and ``item_ledger``."""
+        item, head, legacy = self._with_head(self._one(row, None), row)
+        reads = GuardReads(item, head, legacy)
+        if history is not None:
+            events = [self._event(r) for r in history[0]]
+            ledger = [(self._ledger_entry(r), r["before_hash"]) for r in history[1]]
+            reads = replace(reads, history=events, ledger=ledger)
         return reads
 
     # --- leases ----------------------------------------------------------------------------

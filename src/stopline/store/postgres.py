@@ -27,7 +27,6 @@ starting at once apply each migration exactly once, the second one waiting for t
 
 from __future__ import annotations
 
-import json
 import select
 import threading
 import time
@@ -47,13 +46,12 @@ from ..core.canonical import CanonicalError
 from ..core.decision import Decision
 from ..core.frozen import storage_json
 from ..core.ledger import ledger_kind, shard_of
-from .actors import REGISTRY_PARAMS
 from .base import SQLStore, _Grouped, _shards, _Stale
 from .documents import Documents
 from .pg_connect import tcp_settings
+from .pg_guard import PgGuardReads
 from .pg_pipelined import pipelined_transaction
 from .pg_wakeups import PgWakeups
-from .protocol import GuardReads
 from .rows import Row
 
 MIGRATION_LOCK = "stopline.migrate"  # hashed into the advisory lock key
@@ -83,7 +81,7 @@ def _json_as_text(conn: psycopg.Connection[Any]) -> None:
     conn.adapters.register_loader("json", TextLoader)
 
 
-class PostgresStore(PgWakeups, SQLStore):
+class PostgresStore(PgWakeups, PgGuardReads):
     dialect = "postgres"
     pyformat = True
     # A deadlock (two writes inserting the same new documents in another order) rolled back
@@ -210,37 +208,6 @@ class PostgresStore(PgWakeups, SQLStore):
             return False  # a concurrent write took the same idempotency key (or event) first
         self._written(params, decision)
         return True
-
-    def guard_reads(self, item_id: str, *, history: bool, registry: bool) -> GuardReads:
-        """Before acting (the history and the registry): one statement, so one snapshot in
-        autocommit and one round trip (``guard_snapshot``); a pipelined transaction of six
-        statements cost about three times the worker's CPU. The history and the ledger
-        entries come as JSON arrays of rows, read as the rows themselves would be."""
-        if not (history and registry):
-            return super().guard_reads(item_id, history=history, registry=registry)
-        with self._single() as cur:
-            cur.execute(self.q["guard_snapshot"], {**REGISTRY_PARAMS, "id": item_id})
-            row = cur.fetchone()
-        if row is None:
-            return GuardReads(None, None, None)
-        item, head, legacy = self._with_head(self._one(row, None), row)
-        events = []
-        for event in json.loads(row["history_json"] or "[]"):
-            event["at"] = self._from_time(event["at"])  # as the column reads (the rows' key)
-            events.append(self._event(event))
-        ledger = [
-            (self._ledger_entry(entry), entry["before_hash"])
-            for entry in json.loads(row["ledger_json"] or "[]")
-        ]
-        known = self._registry_if_unchanged([row])
-        return GuardReads(
-            item,
-            head,
-            legacy,
-            registry=self._read_registry() if known is None else known,
-            history=events,
-            ledger=ledger,
-        )
 
     def _apply_grouped(self, rows: Sequence[_Grouped]) -> list[bool]:
         """One transaction in two round trips. First, pipelined: the locks of the shards the

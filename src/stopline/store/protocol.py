@@ -115,6 +115,13 @@ class Store(Protocol):
         that round trip when the dialect can, else read as :meth:`registry` reads it)."""
         ...
 
+    def guard_reads_many(self, item_ids: Sequence[str]) -> dict[str, GuardReads]:
+        """:meth:`guard_reads` with ``history`` and ``registry`` for each of ``item_ids`` (the
+        checks before acting of several items at once), keyed by item id; an id with no item
+        is absent. In one snapshot and one round trip, the registry checked once, where the
+        dialect can; else item by item."""
+        ...
+
     def iter_items_with_events(self) -> Iterator[tuple[Item, list[Event]]]: ...
 
     def insert(self, decision: Decision) -> bool:

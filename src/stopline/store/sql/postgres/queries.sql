@@ -365,19 +365,35 @@ WHERE l.item_id = :registry ORDER BY l.shard, l.n;
 -- name: guard_snapshot
 -- What the check before an acting call reads, as ONE statement (so one snapshot, and no
 -- transaction to open and close): the row, its last event and that event's upgrade seal
--- (current_item), the item's history and its ledger entries, each as one JSON array (each
--- json column as its stored text, times in ISO form), and the registry's stamp
--- (registry_stamp). No row: no such item.
-SELECT c.*,
-    (SELECT json_agg(json_build_object(
-        'item_id', e.item_id, 'seq', e.seq, 'at', e.at, 'command', e.command,
-        'actor', e.actor, 'from_state', e.from_state, 'to_state', e.to_state,
-        'reasons', e.reasons::text, 'digests', e.digests::text, 'detail', e.detail::text,
-        'prev_hash', e.prev_hash, 'hash', e.hash) ORDER BY e.seq)::text
-     FROM events e WHERE e.item_id = :id) AS history_json,
-    (SELECT json_agg(l)::text FROM ({{item_ledger}}) l) AS ledger_json,
-    r.*
+-- (current_item), the item's history and its ledger entries, each as one JSON array
+-- (guard_history, guard_ledger), and the registry's stamp (registry_stamp). No row: no such
+-- item.
+SELECT c.*, {{guard_history}} AS history_json, {{guard_ledger}} AS ledger_json, r.*
 FROM ({{current_item}}) c, ({{registry_stamp}}) r;
+
+-- name: guard_snapshots
+-- guard_snapshot for each item of :ids (a text array) in one statement: one snapshot, one
+-- round trip for the checks of several items before they act, and the registry's stamp
+-- computed once for them all. One row per item found.
+SELECT c.*, {{guard_history}} AS history_json, {{guard_ledger}} AS ledger_json, r.*
+FROM ({{current_items}}) c, ({{registry_stamp}}) r;
+
+-- name: guard_history
+-- A fragment: the history of item c.id as one JSON array of its rows in sequence (each json
+-- column as its stored text, times in ISO form).
+(SELECT json_agg(json_build_object(
+    'item_id', e.item_id, 'seq', e.seq, 'at', e.at, 'command', e.command,
+    'actor', e.actor, 'from_state', e.from_state, 'to_state', e.to_state,
+    'reasons', e.reasons::text, 'digests', e.digests::text, 'detail', e.detail::text,
+    'prev_hash', e.prev_hash, 'hash', e.hash) ORDER BY e.seq)::text
+ FROM events e WHERE e.item_id = c.id)
+
+-- name: guard_ledger
+-- A fragment: the ledger entries of item c.id as one JSON array, as item_ledger reads them.
+(SELECT json_agg(l)::text FROM (
+    SELECT l.*, p.hash AS before_hash FROM ledger l
+    LEFT JOIN ledger p ON p.shard = l.shard AND p.n = l.n - 1
+    WHERE l.item_id = c.id ORDER BY l.shard, l.n) l)
 
 -- name: registry_stamp
 -- Whether any row registry_text reads changed, without reading what the rows hold: per table
