@@ -19,24 +19,15 @@ from typing import Any, cast
 import pytest
 
 from helpers import T0, decide_at
-from integrity.attacker import Attacker
-from stopline import (
-    App,
-    ApprovalPolicy,
-    ApprovalRule,
-    Automation,
-    Deliver,
-    Evidence,
-    Proposal,
-    ReportForReview,
-    RetryPolicy,
-)
+from stopline import App, Automation, Evidence, Proposal, ReportForReview, RetryPolicy
 from stopline.core.commands import Discover, Observe
 from stopline.core.states import State
 from stopline.core.verify import verify_item
 from stopline.runtime.automation import HookContext
 from stopline.runtime.worker import Worker
 from stopline.store import Store, open_store
+
+from .acting import Reads, acting_app, edit_first_event
 
 N = 4
 
@@ -240,43 +231,6 @@ def test_a_group_write_that_raised_is_raised_in_the_workers_loop(store: Store) -
 # --- the checks before acting, read a round at a time ------------------------------------
 
 
-def acting_app(propose: Callable[[HookContext], Proposal], executed: list[str]) -> App:
-    def execute(ctx: HookContext) -> Deliver:
-        executed.append(ctx.item.id)
-        return Deliver()
-
-    auto = Automation(
-        "auto",
-        lambda ctx: [],
-        lambda ctx: Evidence({"ok": True}),
-        propose,
-        execute=execute,
-        approval=ApprovalPolicy(default=ApprovalRule(approvals=0)),
-    )
-    return App([auto])
-
-
-class Reads:
-    """The store, counting the checks before acting it is asked for, alone or together."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self.alone: list[str] = []
-        self.together: list[list[str]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.store, name)
-
-    def guard_reads(self, item_id: str, *, history: bool, registry: bool) -> Any:
-        if history:
-            self.alone.append(item_id)
-        return self.store.guard_reads(item_id, history=history, registry=registry)
-
-    def guard_reads_many(self, item_ids: Any) -> Any:
-        self.together.append(list(item_ids))
-        return self.store.guard_reads_many(item_ids)
-
-
 def test_the_checks_before_acting_are_read_a_round_at_a_time(store: Store) -> None:
     """Every check before acting of a lockstep worker's items is read through
     ``guard_reads_many`` (a round's in one snapshot; on PostgreSQL one statement), never one
@@ -307,14 +261,7 @@ def test_a_history_edited_before_its_check_is_never_acted_on(store: Store, store
 
     def propose(ctx: HookContext) -> Proposal:
         if ctx.item.id == ids[1]:
-            attacker = Attacker(store_url)
-            try:
-                attacker.sql(
-                    "UPDATE events SET actor = :actor WHERE item_id = :id AND seq = 1",
-                    {"actor": "mallory", "id": ctx.item.id},
-                )
-            finally:
-                attacker.close()
+            edit_first_event(store_url, ctx.item.id)
         return Proposal("tidy", {})
 
     drain(Worker(store, acting_app(propose, executed), batch=N, lockstep=True))

@@ -1,6 +1,6 @@
-"""What runs a worker's items when it runs more than one at a time: step threads and a group
-committer (``slots.py``, ``group_commit.py``), or greenlets of its own thread (``lockstep.py``);
-one step at a time, neither."""
+"""What runs a worker's items when it runs more than one at a time: step threads with a group
+committer and a group reader (``slots.py``, ``group_commit.py``), or greenlets of its own
+thread (``lockstep.py``); one step at a time, neither."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ from collections.abc import Callable
 
 from ..store import Store
 from .automation import App
-from .group_commit import GroupCommitter
+from .group_commit import GroupCommitter, GroupReader
 from .lockstep import Lockstep
 from .slots import Slots
 
 # the step threads, what writes the decisions in groups (the group committer, or the lockstep
-# driver itself), and the lockstep driver
-Drivers = tuple[Slots | None, GroupCommitter | Lockstep | None, Lockstep | None]
+# driver itself), the lockstep driver, and what reads the checks before acting
+Drivers = tuple[
+    Slots | None, GroupCommitter | Lockstep | None, Lockstep | None, GroupReader | Lockstep | Store
+]
 
 
 def drivers(
@@ -40,7 +42,10 @@ def drivers(
         # a PostgreSQL read waits on the network: it runs on a thread, not on the driver's
         wait_reads = store.dialect != "sqlite"
         lockstep_driver = Lockstep(store, size, batch, limits, wait_reads)
-        return None, lockstep_driver, lockstep_driver
+        return None, lockstep_driver, lockstep_driver, lockstep_driver
     if size > 1 or ahead:
-        return Slots(size, limits, process, ahead), GroupCommitter(store, batch), None
-    return None, None, None
+        slots = Slots(size, limits, process, ahead)
+        # reads in groups of one would only wait for each other
+        reader = GroupReader(store, batch) if batch > 1 else store
+        return slots, GroupCommitter(store, batch), None, reader
+    return None, None, None, store

@@ -115,7 +115,7 @@ class Worker:
         self._count = threading.Lock()
         self._local = threading.local()  # each step thread's own hook runner
         self.renewer = Renewer(store, clock)  # one thread renews every lease this worker holds
-        self.slots, self.committer, self.lockstep = drivers(
+        self.slots, self.committer, self.lockstep, self.reader = drivers(
             store, app, self.process, (concurrency, batch, ahead), lockstep
         )
 
@@ -267,9 +267,9 @@ class Worker:
         now = self.clock()
         # one snapshot: the row and its head; before acting its history, ledger and registry
         if reads is None or authority or self.trust is not None:
-            # lockstep: with the other items' checks, when the store's reads wait
-            read = self.store.guard_reads if self.lockstep is None else self.lockstep.guard_reads
-            reads = read(item.id, history=authority, registry=authority or self.trust is not None)
+            reads = self.reader.guard_reads(  # before acting: with other items', if any
+                item.id, history=authority, registry=authority or self.trust is not None
+            )
         fresh, head, legacy, registry = reads.item, reads.head, reads.legacy_seal, reads.registry
         if fresh is None or (fresh.version, fresh.lease_token) != (item.version, item.lease_token):
             raise LeaseLost(item.id)  # someone else wrote it: this claim is over
