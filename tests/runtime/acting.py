@@ -1,16 +1,36 @@
-"""What the tests of the checks before acting, read in groups, share: an automation that acts
-(its proposal needs no approval), a store that counts how those checks are read, and an edit
-of an item's first event made by SQL behind the store."""
+"""What the tests of workers running several items at once share: items discovered, a worker
+drained, an automation that acts (its proposal needs no approval), a store that counts how the
+checks before acting are read, and an edit of an item's first event made by SQL behind the
+store."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from helpers import T0, decide_at
 from integrity.attacker import Attacker
 from stopline import App, ApprovalPolicy, ApprovalRule, Automation, Deliver, Evidence, Proposal
+from stopline.core.commands import Discover
 from stopline.runtime.automation import HookContext
+from stopline.runtime.worker import Worker
 from stopline.store import Store
+
+
+def discovered(store: Store, n: int, prefix: str = "i") -> list[str]:
+    """``n`` items of automation ``auto`` discovered, due at once."""
+    ids = [f"{prefix}{k:03d}" for k in range(n)]
+    for k, item_id in enumerate(ids):
+        store.insert(decide_at(None, Discover(item_id, "auto", f"k{k}", {}), T0))
+    return ids
+
+
+def drain(worker: Worker) -> None:
+    """Tick until nothing is due or in flight (each wait inside has its own deadline)."""
+    for _ in range(100_000):
+        if not worker.tick():
+            break
+    worker.close()
 
 
 def acting_app(propose: Callable[[HookContext], Proposal], executed: list[str]) -> App:

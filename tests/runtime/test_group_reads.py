@@ -10,9 +10,7 @@ from __future__ import annotations
 import threading
 from typing import cast
 
-from helpers import T0, decide_at
 from stopline import Proposal
-from stopline.core.commands import Discover
 from stopline.core.states import State
 from stopline.core.verify import verify_item
 from stopline.runtime.automation import HookContext
@@ -21,25 +19,11 @@ from stopline.runtime.worker import Worker
 from stopline.store import Store
 from stopline.store.protocol import GuardReads
 
-from .acting import Reads, acting_app, edit_first_event
-
-
-def discovered(store: Store, n: int) -> list[str]:
-    ids = [f"r{k:03d}" for k in range(n)]
-    for k, item_id in enumerate(ids):
-        store.insert(decide_at(None, Discover(item_id, "auto", f"k{k}", {}), T0))
-    return ids
-
-
-def drain(worker: Worker) -> None:
-    for _ in range(100_000):
-        if not worker.tick():
-            break
-    worker.close()
+from .acting import Reads, acting_app, discovered, drain, edit_first_event
 
 
 def test_each_thread_gets_what_it_would_have_read_alone(store: Store) -> None:
-    ids = [*discovered(store, 11), "missing"]
+    ids = [*discovered(store, 11, "r"), "missing"]
     reader = GroupReader(store, 5)
     got: dict[str, GuardReads] = {}
     start = threading.Barrier(len(ids))
@@ -129,7 +113,7 @@ def test_a_failed_group_read_reaches_every_caller_of_the_group() -> None:
 
 
 def test_a_worker_with_a_batch_reads_every_check_before_acting_in_groups(store: Store) -> None:
-    ids = discovered(store, 8)
+    ids = discovered(store, 8, "r")
     executed: list[str] = []
     reads = Reads(store)
     app = acting_app(lambda ctx: Proposal("tidy", {}), executed)
@@ -145,7 +129,7 @@ def test_a_worker_with_a_batch_reads_every_check_before_acting_in_groups(store: 
 
 
 def test_one_at_a_time_or_in_groups_of_one_each_check_is_read_alone(store: Store) -> None:
-    ids = discovered(store, 4)
+    ids = discovered(store, 4, "r")
     reads = Reads(store)
     app = acting_app(lambda ctx: Proposal("tidy", {}), [])
     # groups of one would only make the threads wait for each other
@@ -157,7 +141,7 @@ def test_one_at_a_time_or_in_groups_of_one_each_check_is_read_alone(store: Store
 
 
 def test_a_history_edited_before_its_check_is_never_acted_on(store: Store, store_url: str) -> None:
-    ids = discovered(store, 4)
+    ids = discovered(store, 4, "r")
     executed: list[str] = []
 
     def propose(ctx: HookContext) -> Proposal:

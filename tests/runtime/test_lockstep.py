@@ -20,23 +20,16 @@ import pytest
 
 from helpers import T0, decide_at
 from stopline import App, Automation, Evidence, Proposal, ReportForReview, RetryPolicy
-from stopline.core.commands import Discover, Observe
+from stopline.core.commands import Observe
 from stopline.core.states import State
 from stopline.core.verify import verify_item
 from stopline.runtime.automation import HookContext
 from stopline.runtime.worker import Worker
 from stopline.store import Store, open_store
 
-from .acting import Reads, acting_app, edit_first_event
+from .acting import Reads, acting_app, discovered, drain, edit_first_event
 
 N = 4
-
-
-def discovered(store: Store, n: int) -> list[str]:
-    ids = [f"i{k:03d}" for k in range(n)]
-    for k, item_id in enumerate(ids):
-        store.insert(decide_at(None, Discover(item_id, "auto", f"k{k}", {}), T0))
-    return ids
 
 
 def propose(ctx: HookContext) -> ReportForReview:
@@ -49,14 +42,6 @@ def app_of(observe: Callable[..., Any], hook_timeout: float = 120) -> App:
         "auto", lambda ctx: [], observe, propose, hook_timeout=hook_timeout, retry=retry
     )
     return App([auto])
-
-
-def drain(worker: Worker) -> None:
-    """Tick until nothing is due or in flight (each wait inside has its own deadline)."""
-    for _ in range(100_000):
-        if not worker.tick():
-            break
-    worker.close()
 
 
 def states(store: Store, ids: list[str]) -> list[State]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 from ..core.decision import Decision
@@ -129,7 +130,7 @@ class GroupReader(Groups[str, GuardReads]):
     ``limit`` (``store.guard_reads_many``: one snapshot, on PostgreSQL one statement)."""
 
     def __init__(self, store: Store, limit: int) -> None:
-        super().__init__(self._read_many, limit)
+        super().__init__(partial(read_checks, store), limit)
         self.store = store
 
     def guard_reads(self, item_id: str, *, history: bool, registry: bool) -> GuardReads:
@@ -139,7 +140,10 @@ class GroupReader(Groups[str, GuardReads]):
             return self.call(item_id)
         return self.store.guard_reads(item_id, history=history, registry=registry)
 
-    def _read_many(self, item_ids: list[str]) -> list[GuardReads]:
-        found = self.store.guard_reads_many(item_ids)
-        missing = GuardReads(None, None, None)  # no such item: the check stops there
-        return [found.get(item_id, missing) for item_id in item_ids]
+
+def read_checks(store: Store, item_ids: list[str]) -> list[GuardReads]:
+    """The checks before acting of ``item_ids``, in their order, read at once
+    (``store.guard_reads_many``); an id with no item reads as no row."""
+    found = store.guard_reads_many(item_ids)
+    missing = GuardReads(None, None, None)  # no such item: the check stops there
+    return [found.get(item_id, missing) for item_id in item_ids]

@@ -38,6 +38,7 @@ from ..core.decision import Decision
 from ..core.records import Item
 from ..store import Store
 from ..store.protocol import GuardReads
+from .group_commit import read_checks
 from .hooks import HookRunner, HookTimeout, event_loop, guarded, is_async, retire_if_held
 
 try:  # an optional dependency: ``pip install 'stopline[lockstep]'``
@@ -257,30 +258,27 @@ class Lockstep:
 
     def _write_group(self) -> None:
         group, self._commits = self._commits[: self.limit], self._commits[self.limit :]
-        try:
-            written = self.store.apply_many([d for _, d in group])
-        except BaseException as error:
-            for glet, _ in group:
-                self._ready.append((glet, error, True))
-        else:
-            for (glet, _), ok in zip(group, written, strict=True):
-                self._ready.append((glet, ok, False))
+        self._resume(group, self.store.apply_many)
         self.groups += 1
         self.largest = max(self.largest, len(group))
 
     def _read_group(self) -> None:
         group, self._reads = self._reads, []
+        self._resume(group, partial(read_checks, self.store))
+        self.read_groups += 1
+        self.largest_read = max(self.largest_read, len(group))
+
+    def _resume(self, group: list[tuple[Any, Any]], run: Callable[[list[Any]], Any]) -> None:
+        """``run`` the group's values at once: each greenlet goes on with its result, or with
+        what ``run`` raised."""
         try:
-            found = self.store.guard_reads_many([item_id for _, item_id in group])
+            results = run([value for _, value in group])
         except BaseException as error:
             for glet, _ in group:
                 self._ready.append((glet, error, True))
         else:
-            missing = GuardReads(None, None, None)  # no such item: the check stops there
-            for glet, item_id in group:
-                self._ready.append((glet, found.get(item_id, missing), False))
-        self.read_groups += 1
-        self.largest_read = max(self.largest_read, len(group))
+            for (glet, _), result in zip(group, results, strict=True):
+                self._ready.append((glet, result, False))
 
     def _collect(self, *, block: bool) -> bool:
         """Hand each ended hook's answer to its item, and a timeout to each item whose hook
