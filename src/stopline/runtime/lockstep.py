@@ -7,12 +7,12 @@ target call (run on a hook thread, or on the event loop for an ``async`` hook), 
 write of a decision. It then hands control back to the driver (:class:`Lockstep`), which runs
 the next item that can go on. Once none can, the driver reads the checks before acting of
 every item waiting for one at once (``store.guard_reads_many``: one snapshot, on PostgreSQL
-one statement), writes every decision waiting in one transaction
-(``store.apply_many``, each on its own compare-and-set, a lost one refusing that item only),
-hands each item its answer, and waits for the first hook to end (or its time to run out). So a batch of items is decided and written on one thread, with no thread switch
-between one item's decision and the next: what a thread per item cost (waking, the
-interpreter lock handed over at every statement) is gone, and a group holds every decision
-that was ready.
+one statement), writes every decision waiting in one transaction (``store.apply_many``, each
+on its own compare-and-set, a lost one refusing that item only), hands each item its answer,
+and waits for the first hook to end (or its time to run out). So a batch of items is decided
+and written on one thread, with no thread switch between one item's decision and the next:
+what a thread per item cost (waking, the interpreter lock handed over at every statement) is
+gone, and a group holds every decision that was ready.
 
 Nothing else changes: the decisions, the checks before acting, the leases (renewed by the
 worker's renewer thread), the crash points and the order of the durable writes are those of
