@@ -117,7 +117,6 @@ class GroupCommitter(Groups[Decision, bool]):
 
     def __init__(self, store: Store, limit: int) -> None:
         super().__init__(store.apply_many, limit)
-        self.store = store
 
     def apply(self, decision: Decision) -> bool:
         """``store.apply`` through a group: ``True`` written, ``False`` another write came
