@@ -315,13 +315,19 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 # The worker settings a reliability lab runs its workers under: one step at a time ("single",
 # the default), several items in flight, claimed and committed in groups ("batch"), and as
 # many again claimed ahead, each waiting in its worker for a step thread ("ahead"), and several
-# in flight as greenlets of the worker's one thread ("lockstep"). A module that sets
+# in flight as greenlets of the worker's one thread, two of them claimed ahead and queued for a
+# place for their hooks ("lockstep"). A module that sets
 # ``LAB_MODES = ("single", "batch", "ahead", "lockstep")`` runs each lab test in every mode.
 WORKER_MODES: dict[str, dict[str, str]] = {
     "single": {},
     "batch": {"STOPLINE_CONCURRENCY": "4", "STOPLINE_BATCH": "4"},
     "ahead": {"STOPLINE_CONCURRENCY": "2", "STOPLINE_BATCH": "2", "STOPLINE_AHEAD": "2"},
-    "lockstep": {"STOPLINE_CONCURRENCY": "4", "STOPLINE_BATCH": "4", "STOPLINE_LOCKSTEP": "1"},
+    "lockstep": {
+        "STOPLINE_CONCURRENCY": "4",
+        "STOPLINE_BATCH": "4",
+        "STOPLINE_AHEAD": "2",
+        "STOPLINE_LOCKSTEP": "1",
+    },
 }
 
 

@@ -328,15 +328,15 @@ def test_env_var_selects_the_database(
     ("extra", "code", "why"),
     [
         ([], "import sys; sys.modules['greenlet'] = None", "needs the greenlet package"),
-        (["--ahead", "2"], "", "--ahead does not combine with --lockstep"),
+        (["--ahead", "-1"], "", "--ahead must be at least 0"),
     ],
 )
 def test_run_lockstep_that_cannot_be_is_a_usage_error(
     extra: list[str], code: str, why: str, tmp_path: Path
 ) -> None:
     """``--lockstep`` without the greenlet package (here made unimportable, as on a machine
-    without the extra), or with ``--ahead``: exit 2, one line that says why, no traceback,
-    nothing run."""
+    without the extra), or with a negative ``--ahead``: exit 2, one line that says why, no
+    traceback, nothing run."""
     db = tmp_path / "demo.db"
     args = ["run", "stopline.examples.demo:app", "--once", "--lockstep", "--db", f"sqlite:///{db}"]
     program = (

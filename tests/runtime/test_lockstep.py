@@ -144,9 +144,9 @@ def drain_until_exhausted(worker: Worker, store: Store, item_id: str) -> None:
     worker.close()
 
 
-def test_a_lockstep_worker_claims_nothing_ahead(store: Store) -> None:
+def test_a_lockstep_worker_refuses_a_negative_ahead(store: Store) -> None:
     with pytest.raises(ValueError, match="ahead"):
-        Worker(store, app_of(lambda ctx: Evidence({})), lockstep=True, ahead=1)
+        Worker(store, app_of(lambda ctx: Evidence({})), lockstep=True, ahead=-1)
 
 
 def test_one_item_at_a_time_in_lockstep_runs_every_item(store: Store) -> None:

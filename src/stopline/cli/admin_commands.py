@@ -118,8 +118,6 @@ def cmd_run(args: argparse.Namespace, store: Store | None, out: Out) -> int:
     if args.lockstep:
         from ..runtime import lockstep
 
-        if args.ahead:
-            raise UsageError("--ahead does not combine with --lockstep")
         if not lockstep.available():
             raise UsageError(
                 "--lockstep needs the greenlet package: pip install 'stopline[lockstep]'"

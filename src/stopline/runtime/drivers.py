@@ -37,11 +37,9 @@ def drivers(
     size = max(concurrency, batch)
     limits = {a.name: a.concurrency for a in app.automations}
     if lockstep:
-        if ahead:
-            raise ValueError("a lockstep worker claims no items ahead")
         # a PostgreSQL read waits on the network: it runs on a thread, not on the driver's
         wait_reads = store.dialect != "sqlite"
-        lockstep_driver = Lockstep(store, size, batch, limits, wait_reads)
+        lockstep_driver = Lockstep(store, size, batch, limits, wait_reads, ahead)
         return None, lockstep_driver, lockstep_driver, lockstep_driver
     if size > 1 or ahead:
         slots = Slots(size, limits, process, ahead)

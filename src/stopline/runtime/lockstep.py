@@ -39,6 +39,7 @@ from ..core.records import Item
 from ..store import Store
 from ..store.protocol import GuardReads
 from .group_commit import read_checks
+from .hook_threads import Call, HookThreads, Job, JobThread, Places, Waiting, future_answer
 from .hooks import HookRunner, HookTimeout, event_loop, guarded, is_async, retire_if_held
 
 try:  # an optional dependency: ``pip install 'stopline[lockstep]'``
@@ -56,71 +57,6 @@ def available() -> bool:
     return greenlet is not None
 
 
-class _Call:
-    """One plain hook call on a hook thread; its ``ticket`` is put on the driver's queue when
-    it ends."""
-
-    __slots__ = ("args", "error", "function", "result", "ticket")
-
-    def __init__(self, function: Callable[..., Any], args: tuple[Any, ...], ticket: int) -> None:
-        self.function, self.args, self.ticket = function, args, ticket
-        self.result: Any = None
-        self.error: BaseException | None = None
-
-
-class _HookThreads:
-    """Threads that run plain hooks, one call at a time each; a thread whose call was
-    abandoned is left to finish alone and no longer counts as idle."""
-
-    def __init__(self, ended: queue.SimpleQueue[int]) -> None:
-        self._inbox: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
-        self._ended = ended
-        self._lock = threading.Lock()
-        self._idle = 0
-        self.threads = 0
-
-    def submit(self, call: _Call) -> None:
-        with self._lock:
-            spawn = not self._idle
-            if spawn:
-                self.threads += 1
-            else:
-                self._idle -= 1
-        self._inbox.put(call)
-        if spawn:
-            thread = threading.Thread(target=self._serve, daemon=True)
-            thread.name = "stopline-hook"
-            thread.start()
-
-    def _serve(self) -> None:
-        while (call := self._inbox.get()) is not None:
-            try:
-                call.result = call.function(*call.args)
-            except BaseException as error:  # a hook's SystemExit is its failure, not ours
-                call.error = error
-            ticket = call.ticket
-            del call  # an abandoned hook's answer is not kept alive by this thread
-            with self._lock:
-                self._idle += 1
-            self._ended.put(ticket)
-
-    def close(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, 0
-            self.threads -= idle
-        for _ in range(idle):
-            self._inbox.put(None)
-
-
-class _Waiting:
-    """An item's greenlet waiting for a hook: until ``deadline`` (``time.monotonic``)."""
-
-    __slots__ = ("call", "deadline", "future", "glet")
-
-    def __init__(self, glet: Any, deadline: float, call: _Call | None, future: Any) -> None:
-        self.glet, self.deadline, self.call, self.future = glet, deadline, call, future
-
-
 class Lockstep:
     """The driver: at most ``size`` items in flight (``limits``: per automation), their
     decisions written in groups of at most ``limit``."""
@@ -132,13 +68,15 @@ class Lockstep:
         limit: int,
         limits: Mapping[str, int | None],
         wait_reads: bool = False,
+        ahead: int = 0,
     ) -> None:
         if greenlet is None:
             raise RuntimeError(
                 "a lockstep worker needs the greenlet package: pip install 'stopline[lockstep]'"
             )
         self.store = store
-        self.size = size
+        self.size = size  # hooks running at once
+        self.ahead = ahead  # items in flight beyond those, each queued for a hook at most
         self.limit = limit
         self.limits = dict(limits)
         self.wait_reads = wait_reads  # the store's reads wait on the network (see ``read``)
@@ -153,9 +91,14 @@ class Lockstep:
         self._ready: deque[tuple[Any, Any, bool]] = deque()  # (greenlet, value, throw it)
         self._commits: list[tuple[Any, Decision]] = []
         self._reads: list[tuple[Any, str]] = []  # (greenlet, item id) waiting for its check
-        self._waiting: dict[int, _Waiting] = {}
-        self._ended: queue.SimpleQueue[int] = queue.SimpleQueue()
-        self._threads = _HookThreads(self._ended)
+        self._waiting: dict[int, Waiting] = {}
+        self.places = Places(size)
+        self._left = threading.Lock()
+        self._ended: queue.SimpleQueue[int | Job] = queue.SimpleQueue()
+        self._jobs = JobThread(self._ended)
+        self._reading: Job | None = None  # the group read on the jobs' thread, if any
+        self._writing: Job | None = None  # the group write on the jobs' thread, if any
+        self._threads = HookThreads(self._ended)
         self._tickets = 0
         self._flying: Counter[str] = Counter()
         self._errors: list[BaseException] = []
@@ -169,7 +112,7 @@ class Lockstep:
 
     def room(self, automations: Sequence[str]) -> tuple[list[str], int]:
         """The automations that may take one more item now, and how many items may start."""
-        free = self.size - self.in_flight
+        free = self.size + self.ahead - self.in_flight
         names, room = [], free
         for name in automations:
             limit = self.limits.get(name)
@@ -205,14 +148,25 @@ class Lockstep:
         self._driver = greenlet.getcurrent()
         flying = self.in_flight
         self._run_ready(self.chunk)
-        if self._reads:
-            self._read_group()
-        if self._commits:
-            self._write_group()
+        if self._reads and self._reading is None:
+            self._reading = self._submit(self._reads, partial(read_checks, self.store))
+            self._reads = []
+        if self._commits and self._writing is None:
+            group, self._commits = self._commits[: self.limit], self._commits[self.limit :]
+            self._writing = self._submit(group, self.store.apply_many)
         self._collect(block=False)
         ended = self.in_flight < flying  # room for the loop to claim: no waiting, then
-        if wait and not ended and not self._ready and not self._commits and self._waiting:
+        if wait and not ended and not self._ready and self._waited_for():
             self._collect(block=True)
+
+    def _waited_for(self) -> bool:
+        """Whether all the driver could do now is wait: for a hook, or a group's read or
+        write (nothing else waits for one that can start)."""
+        startable = (self._reads and self._reading is None) or (
+            self._commits and self._writing is None
+        )
+        busy = self._waiting or self._reading is not None or self._writing is not None
+        return bool(busy and not startable)
 
     def raise_failure(self) -> None:
         """Raise what an item's steps raised since the last call (the first of them)."""
@@ -225,6 +179,7 @@ class Lockstep:
         while self.in_flight:
             self.pump()
         self._threads.close()
+        self._jobs.close()
 
     # --- what an item's greenlet calls -------------------------------------------------------
 
@@ -256,28 +211,28 @@ class Lockstep:
                 self._reads.append((glet, payload))
             # else a hook, started and filed by ``_hook``: its answer resumes the greenlet
 
-    def _write_group(self) -> None:
-        group, self._commits = self._commits[: self.limit], self._commits[self.limit :]
-        self._resume(group, self.store.apply_many)
-        self.groups += 1
-        self.largest = max(self.largest, len(group))
+    def _submit(self, group: list[tuple[Any, Any]], run: Callable[[list[Any]], Any]) -> Job:
+        """``run`` the group's values at once on the jobs' thread, while the driver runs the
+        other items: once it is back (:meth:`_finished`) each greenlet goes on with its
+        result, or with what ``run`` raised."""
+        job = Job(run, group)
+        self._jobs.submit(job)
+        return job
 
-    def _read_group(self) -> None:
-        group, self._reads = self._reads, []
-        self._resume(group, partial(read_checks, self.store))
-        self.read_groups += 1
-        self.largest_read = max(self.largest_read, len(group))
-
-    def _resume(self, group: list[tuple[Any, Any]], run: Callable[[list[Any]], Any]) -> None:
-        """``run`` the group's values at once: each greenlet goes on with its result, or with
-        what ``run`` raised."""
-        try:
-            results = run([value for _, value in group])
-        except BaseException as error:
-            for glet, _ in group:
-                self._ready.append((glet, error, True))
+    def _finished(self, job: Job) -> None:
+        if job is self._writing:
+            self._writing = None
+            self.groups += 1
+            self.largest = max(self.largest, len(job.group))
         else:
-            for (glet, _), result in zip(group, results, strict=True):
+            self._reading = None
+            self.read_groups += 1
+            self.largest_read = max(self.largest_read, len(job.group))
+        if job.error is not None:
+            for glet, _ in job.group:
+                self._ready.append((glet, job.error, True))
+        else:
+            for (glet, _), result in zip(job.group, job.result, strict=True):
                 self._ready.append((glet, result, False))
 
     def _collect(self, *, block: bool) -> bool:
@@ -285,7 +240,7 @@ class Lockstep:
         ran past its time. ``True`` when some item can go on."""
         now = time.monotonic()
         if block:
-            nearest = min(w.deadline for w in self._waiting.values())
+            nearest = min((w.deadline for w in self._waiting.values()), default=math.inf)
             timeout = max(0.0, min(WAIT_AT_MOST, nearest - now))
             with contextlib.suppress(queue.Empty):
                 self._answer(self._ended.get(timeout=timeout))
@@ -301,44 +256,91 @@ class Lockstep:
                 if waiting.future is not None:
                     waiting.future.cancel()
                 self._ready.append((waiting.glet, HookTimeout(), True))
+                self._leave(waiting)
         return bool(self._ready)
 
-    def _answer(self, ticket: int) -> None:
+    def _answer(self, ticket: int | Job) -> None:
+        if isinstance(ticket, Job):
+            self._finished(ticket)
+            return
         waiting = self._waiting.pop(ticket, None)
         if waiting is None:  # timed out already: its answer is dropped
             return
-        if waiting.future is not None:
-            answer = _future_answer(waiting.future)
+        answer: tuple[Any, BaseException | None]
+        if waiting.failed is not None:
+            answer = (None, waiting.failed)
+        elif waiting.future is not None:
+            answer = future_answer(waiting.future)
         else:
             assert waiting.call is not None
             answer = (waiting.call.result, waiting.call.error)
         self._ready.append((waiting.glet, answer, False))
 
-    def _hook(self, function: Callable[..., Any], args: tuple[Any, ...], timeout: float) -> Any:
+    def _leave(self, waiting: Waiting) -> None:
+        """``waiting``'s hook ended or ran out of time (on whichever thread saw it first):
+        its place goes to the first hook queued."""
+        if not waiting.placed:
+            return
+        with self._left:
+            if waiting.left:
+                return
+            waiting.left = True
+        self.places.leave()
+
+    def _hook(
+        self, function: Callable[..., Any], args: tuple[Any, ...], timeout: float, placed: bool
+    ) -> Any:
         """Start ``function`` and wait for it in this item's greenlet: ``(result, error)``;
-        :class:`HookTimeout` past ``timeout`` seconds."""
+        :class:`HookTimeout` past ``timeout`` seconds from its start. A hook's call
+        (``placed``) holds one of ``size`` places while it runs, and waits for one first: items
+        claimed ``ahead`` wait there, and a hook that ends starts the next one queued at once,
+        on its own thread."""
         self._tickets += 1
         ticket = self._tickets
-        deadline = time.monotonic() + timeout
+        waiting = Waiting(greenlet.getcurrent(), placed)
         if is_async(function):
-            loop = event_loop()
-            try:
-                future = asyncio.run_coroutine_threadsafe(guarded(function(*args)), loop)
-            except BaseException as error:  # raised before the coroutine ever ran
+            try:  # the coroutine is made here: what raises before it runs is the answer
+                coroutine = guarded(function(*args))
+            except BaseException as error:
                 return None, error
-            waiting = _Waiting(greenlet.getcurrent(), deadline, None, future)
-            self._waiting[ticket] = waiting
-            future.add_done_callback(lambda _: self._ended.put(ticket))
-            try:
-                return self._driver.switch((_HOOK, waiting))
-            except HookTimeout:
-                retire_if_held(loop)
-                raise
-        call = _Call(function, args, ticket)
-        waiting = _Waiting(greenlet.getcurrent(), deadline, call, None)
+            start = partial(self._start_async, ticket, waiting, coroutine, timeout)
+        else:
+            call = Call(function, args, ticket, partial(self._leave, waiting))
+            start = partial(self._start_call, waiting, call, timeout)
         self._waiting[ticket] = waiting
+        if placed:
+            self.places.enter(start)
+        else:
+            start()
+        try:
+            return self._driver.switch((_HOOK, waiting))
+        except HookTimeout:
+            if waiting.loop is not None:
+                retire_if_held(waiting.loop)
+            raise
+
+    def _start_call(self, waiting: Waiting, call: Call, timeout: float) -> None:
+        waiting.deadline = time.monotonic() + timeout
+        waiting.call = call
         self._threads.submit(call)
-        return self._driver.switch((_HOOK, waiting))
+
+    def _start_async(self, ticket: int, waiting: Waiting, coroutine: Any, timeout: float) -> None:
+        waiting.deadline = time.monotonic() + timeout
+
+        def ended(_: object) -> None:
+            self._leave(waiting)
+            self._ended.put(ticket)
+
+        try:
+            loop = event_loop()
+            future = asyncio.run_coroutine_threadsafe(coroutine, loop)
+        except BaseException as error:  # never ran: that is its answer
+            coroutine.close()
+            waiting.failed = error
+            ended(None)
+            return
+        waiting.loop, waiting.future = loop, future
+        future.add_done_callback(ended)
 
     def guard_reads(self, item_id: str, *, history: bool, registry: bool) -> GuardReads:
         """``store.guard_reads``. The check before acting (``history`` and ``registry``) of an
@@ -357,18 +359,10 @@ class Lockstep:
         hold them all; otherwise (SQLite's reads are CPU on this process) in place."""
         if not self.wait_reads or not self.in_item():
             return function(*args, **kwargs)
-        result, error = self._hook(partial(function, *args, **kwargs), (), math.inf)
+        result, error = self._hook(partial(function, *args, **kwargs), (), math.inf, False)
         if error is not None:
             raise error
         return result  # type: ignore[no-any-return]
-
-
-def _future_answer(future: Any) -> tuple[Any, BaseException | None]:
-    try:
-        result: tuple[Any, BaseException | None] = future.result(0)
-    except BaseException as error:  # cancelled from outside
-        return None, error
-    return result
 
 
 class _LockstepRunner(HookRunner):
@@ -390,7 +384,9 @@ class _LockstepRunner(HookRunner):
         if not self._lockstep.in_item():
             return super().run(function, args, timeout)
         try:
-            answer: tuple[Any, BaseException | None] = self._lockstep._hook(function, args, timeout)
+            answer: tuple[Any, BaseException | None] = self._lockstep._hook(
+                function, args, timeout, True
+            )
         except HookTimeout:
             self.abandoned += 1
             raise
