@@ -7,7 +7,9 @@ at the same concurrency. The ideal is C / 50 ms items per second; every row carr
 to that ideal (``ideal_ratio``). At concurrency 1 fewer items keep the run short
 (``cfg.io_items_serial``). stopline runs again with async hooks and ``ahead=max(1, C // 4)``
 (``stopline run --ahead``): that many items claimed beyond the C running, so that a slot that
-frees starts its next item without waiting for a claim.
+frees starts its next item without waiting for a claim; and in lockstep (``--lockstep``), with
+no items claimed ahead and with as many as the async run: there at most C hooks run at once,
+and the items ahead queue for a place.
 """
 
 from __future__ import annotations
@@ -185,8 +187,10 @@ def rows(cfg: BenchConfig) -> Iterator[Row]:
         with temp_sqlite_dir(cfg, "io") as folder:
             url = f"sqlite:///{folder / 'bench.db'}"
             yield run_once(cfg, url, "sqlite sync=FULL", "async", c, ahead)
-        with temp_database(cfg.pg_admin_dsn, "io") as name:
-            yield run_once(cfg, url_for(cfg.pg_admin_dsn, name), "postgres", "lockstep", c)
-        with temp_sqlite_dir(cfg, "io") as folder:
-            url = f"sqlite:///{folder / 'bench.db'}"
-            yield run_once(cfg, url, "sqlite sync=FULL", "lockstep", c)
+        for lockstep_ahead in (0, ahead):
+            with temp_database(cfg.pg_admin_dsn, "io") as name:
+                url = url_for(cfg.pg_admin_dsn, name)
+                yield run_once(cfg, url, "postgres", "lockstep", c, lockstep_ahead)
+            with temp_sqlite_dir(cfg, "io") as folder:
+                url = f"sqlite:///{folder / 'bench.db'}"
+                yield run_once(cfg, url, "sqlite sync=FULL", "lockstep", c, lockstep_ahead)

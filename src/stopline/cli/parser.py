@@ -129,7 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("STOPLINE_AHEAD", "0"),
         help="items each worker process claims beyond those it runs, so that a slot that frees"
         " starts its next item at once; each waits for a slot in this process, its lease"
-        " renewed (env STOPLINE_AHEAD; default 0)",
+        " renewed (with --lockstep: for one of the places of the hooks running at once)"
+        " (env STOPLINE_AHEAD; default 0)",
     )
     p.add_argument(
         "--lockstep",
