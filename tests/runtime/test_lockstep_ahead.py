@@ -23,6 +23,7 @@ from stopline import App, Automation, Evidence, ReportForReview
 from stopline.core.commands import Discover
 from stopline.core.states import State
 from stopline.runtime.automation import HookContext
+from stopline.runtime.hook_threads import Call, HookThreads
 from stopline.runtime.worker import Worker
 from stopline.store import Store
 
@@ -219,3 +220,25 @@ def test_group_reads_and_writes_run_off_the_drivers_thread(store: Store) -> None
     drain(worker)
     assert states(store, ids) == [State.READY_FOR_REVIEW] * 10
     assert threads and driver not in threads
+
+
+def test_a_hook_no_thread_can_run_is_its_items_failure_and_holds_no_place(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When no hook thread can be had (the process out of threads, say), each plain hook's
+    call fails as its item's, on whichever thread started it; the places are all let go and
+    the worker goes on."""
+    ids = discovered(store, 3)
+
+    def no_thread(self: HookThreads, call: Call) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(HookThreads, "submit", no_thread)
+    worker = Worker(
+        store, app_of(lambda ctx: Evidence({"ok": True})), concurrency=1, ahead=2, lockstep=True
+    )
+    drain(worker)
+    assert worker.lockstep is not None
+    assert worker.lockstep.places.held == 0 and worker.lockstep.places.queued == 0
+    assert State.READY_FOR_REVIEW not in states(store, ids)
+    assert all(attempts(store, i) for i in ids)  # each item's attempt recorded as failed

@@ -322,7 +322,12 @@ class Lockstep:
     def _start_call(self, waiting: Waiting, call: Call, timeout: float) -> None:
         waiting.deadline = time.monotonic() + timeout
         waiting.call = call
-        self._threads.submit(call)
+        try:
+            self._threads.submit(call)
+        except BaseException as error:  # no thread to run it: that is its answer
+            call.error = error
+            self._leave(waiting)
+            self._ended.put(call.ticket)
 
     def _start_async(self, ticket: int, waiting: Waiting, coroutine: Any, timeout: float) -> None:
         waiting.deadline = time.monotonic() + timeout
