@@ -5,20 +5,21 @@ same code as always (``Worker.process``), but in a greenlet of the worker's thre
 on a step thread of its own. An item's greenlet runs until it has to wait: for a hook or a
 target call (run on a hook thread, or on the event loop for an ``async`` hook), or for the
 write of a decision. It then hands control back to the driver (:class:`Lockstep`), which runs
-the next item that can go on. Once none can, the driver reads the checks before acting of
-every item waiting for one at once (``store.guard_reads_many``: one snapshot, on PostgreSQL
-one statement), writes every decision waiting in one transaction (``store.apply_many``, each
-on its own compare-and-set, a lost one refusing that item only), hands each item its answer,
-and waits for the first hook to end (or its time to run out). So a batch of items is decided
-and written on one thread, with no thread switch between one item's decision and the next:
-what a thread per item cost (waking, the interpreter lock handed over at every statement) is
-gone, and a group holds every decision that was ready.
+the next item that can go on. Once none can, the driver sends the checks before acting of
+every item waiting for one (``store.guard_reads_many``: one snapshot, on PostgreSQL one
+statement) and the decisions waiting (``store.apply_many``: one transaction, each on its own
+compare-and-set, a lost one refusing that item only) to a thread of their own, runs the other
+items meanwhile, and hands each item its answer once its group is back. So a batch of items
+is decided on one thread, with no thread switch between one item's decision and the next, and
+a group holds every decision that was ready.
 
+At most ``size`` hooks run at once, each in one of as many places; items ``ahead`` queue for
+one, and a hook that ends starts the first one queued on its own thread (``hook_threads.py``).
 Nothing else changes: the decisions, the checks before acting, the leases (renewed by the
 worker's renewer thread), the crash points and the order of the durable writes are those of
-the step code every mode runs. A hook past its ``hook_timeout`` is abandoned as one step at
-a time abandons it (its thread is left to finish alone; an ``async`` hook's task is
-cancelled), and the step records the timeout.
+the step code every mode runs. A hook past its ``hook_timeout`` (counted from its start) is
+abandoned as one step at a time abandons it (its thread is left to finish alone; an ``async``
+hook's task is cancelled), and the step records the timeout.
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ def available() -> bool:
 
 
 class Lockstep:
-    """The driver: at most ``size`` items in flight (``limits``: per automation), their
-    decisions written in groups of at most ``limit``."""
+    """The driver: at most ``size`` hooks running and ``size + ahead`` items in flight
+    (``limits``: per automation), their decisions written in groups of at most ``limit``."""
 
     def __init__(
         self,
