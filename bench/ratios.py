@@ -37,7 +37,9 @@ def lines(rows: list[Row], cores: int | None = None) -> list[str]:
                 if r["store"] == store and r["workers"] == w and name.startswith("stopline"):
                     batch = r["details"].get("batch", 1)
                     how = "lockstep " if r["details"].get("lockstep") else ""
-                    cell = f"{how}batch {batch}: {_ratio(r.get('rate'), raw)}"
+                    ahead = r["details"].get("ahead")
+                    more = f" ahead {ahead}" if ahead else ""
+                    cell = f"{how}batch {batch}{more}: {_ratio(r.get('rate'), raw)}"
                     if store == "postgres":
                         cell += f" (vs pgqueuer batched {_ratio(r.get('rate'), pgq)})"
                     cells.append(cell)

@@ -73,6 +73,7 @@ def _drain(
     out: mp.Queue[tuple[int, int, float, float]],
     batch: int,
     lockstep: bool = False,
+    ahead: int = 0,
 ) -> None:
     import noop_app
 
@@ -81,7 +82,9 @@ def _drain(
 
     store = open_store(url, migrate=False)
     # the worker as `stopline run` makes it: leases renewed while a step runs
-    worker = Worker(store, noop_app.app, concurrency=batch, batch=batch, lockstep=lockstep)
+    worker = Worker(
+        store, noop_app.app, concurrency=batch, batch=batch, lockstep=lockstep, ahead=ahead
+    )
     start.wait()
     written = _written_bytes()
     cpu = time.process_time()  # this process, every thread: user + system
@@ -146,9 +149,9 @@ def row_bytes(url: str) -> float | None:
     return round(per_write, 1)
 
 
-def _scenario(batch: int, lockstep: bool) -> str:
+def _scenario(batch: int, lockstep: bool, ahead: int = 0) -> str:
     if lockstep:
-        return f"stopline lockstep batch {batch}"
+        return f"stopline lockstep batch {batch}" + (f" ahead {ahead}" if ahead else "")
     return "stopline" if batch == 1 else f"stopline batch {batch}"
 
 
@@ -159,13 +162,14 @@ def run_once(
     workers: int,
     batch: int = 1,
     lockstep: bool = False,
+    ahead: int = 0,
 ) -> Row:
     """One drain, as a row; a failure (a worker that died, the server gone) is an n/a row."""
     try:
-        return _run_once(cfg, url, store_label, workers, batch, lockstep)
+        return _run_once(cfg, url, store_label, workers, batch, lockstep, ahead)
     except Exception as exc:
         return make_row(
-            scenario=_scenario(batch, lockstep),
+            scenario=_scenario(batch, lockstep, ahead),
             store=store_label,
             workers=workers,
             items=cfg.items,
@@ -175,18 +179,25 @@ def run_once(
             error=short_error(exc) or type(exc).__name__,
             batch=batch,
             lockstep=lockstep,
+            ahead=ahead,
         )
 
 
 def _run_once(
-    cfg: BenchConfig, url: str, store_label: str, workers: int, batch: int, lockstep: bool
+    cfg: BenchConfig,
+    url: str,
+    store_label: str,
+    workers: int,
+    batch: int,
+    lockstep: bool,
+    ahead: int = 0,
 ) -> Row:
     n = cfg.items
     prepare(url, n)
     ctx = mp.get_context("spawn")
     start = ctx.Event()
     out: mp.Queue[tuple[int, int, float, float]] = ctx.Queue()
-    args = (url, n, start, out, batch, lockstep)
+    args = (url, n, start, out, batch, lockstep, ahead)
     procs = [ctx.Process(target=_drain, args=args) for _ in range(workers)]
     for p in procs:
         p.start()
@@ -218,7 +229,7 @@ def _run_once(
     error = None if done == n else f"only {done} of {n} items completed"
     transitions = n * TRANSITIONS_PER_ITEM
     return make_row(
-        scenario=_scenario(batch, lockstep),
+        scenario=_scenario(batch, lockstep, ahead),
         store=store_label,
         workers=workers,
         items=n,
@@ -230,6 +241,7 @@ def _run_once(
         claimed_steps=steps,
         batch=batch,
         lockstep=lockstep,
+        ahead=ahead,
         row_bytes_per_transition=row_bytes(url),
         cpu_ms_per_op=round(1000 * cpu / transitions, 3),
         db_cpu_ms_per_op=per_op_ms(db_cpu, db_after, transitions),
@@ -241,18 +253,21 @@ def _run_once(
 
 def rows(cfg: BenchConfig) -> Iterator[Row]:
     """Batch 1 (one step at a time, as always) on every store and worker count; the larger
-    batches on SQLite FULL and PostgreSQL, on step threads and in lockstep."""
-    runs = [(b, False) for b in cfg.batches] + [(b, True) for b in cfg.batches if b > 1]
+    batches on SQLite FULL and PostgreSQL, on step threads and in lockstep; and the largest
+    batch in lockstep with as many items claimed ahead (``--ahead``)."""
+    runs = [(b, False, 0) for b in cfg.batches] + [(b, True, 0) for b in cfg.batches if b > 1]
+    if max(cfg.batches) > 1:
+        runs.append((max(cfg.batches), True, max(cfg.batches)))
     for sync in cfg.sqlite_syncs:
-        for b, lockstep in runs:
+        for b, lockstep, ahead in runs:
             if b > 1 and sync != "FULL":
                 continue
             for w in cfg.workers:
                 with temp_sqlite_dir(cfg, "stopline") as folder:
                     url = f"sqlite:///{folder / 'bench.db'}?synchronous={sync.lower()}"
-                    yield run_once(cfg, url, f"sqlite sync={sync}", w, b, lockstep)
-    for b, lockstep in runs:
+                    yield run_once(cfg, url, f"sqlite sync={sync}", w, b, lockstep, ahead)
+    for b, lockstep, ahead in runs:
         for w in cfg.workers:
             with temp_database(cfg.pg_admin_dsn, "stopline") as name:
                 url = url_for(cfg.pg_admin_dsn, name)
-                yield run_once(cfg, url, "postgres", w, b, lockstep)
+                yield run_once(cfg, url, "postgres", w, b, lockstep, ahead)
