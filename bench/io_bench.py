@@ -174,23 +174,18 @@ def _run_once(
 
 def rows(cfg: BenchConfig) -> Iterator[Row]:
     for c in CONCURRENCIES:
-        for kind in ("async", "thread"):
-            with temp_database(cfg.pg_admin_dsn, "io") as name:
-                yield run_once(cfg, url_for(cfg.pg_admin_dsn, name), "postgres", kind, c)
-        with temp_sqlite_dir(cfg, "io") as folder:
-            url = f"sqlite:///{folder / 'bench.db'}"
-            yield run_once(cfg, url, "sqlite sync=FULL", "async", c)
-        ahead = max(1, c // 4)
         with temp_database(cfg.pg_admin_dsn, "io") as name:
-            url = url_for(cfg.pg_admin_dsn, name)
-            yield run_once(cfg, url, "postgres", "async", c, ahead)
-        with temp_sqlite_dir(cfg, "io") as folder:
-            url = f"sqlite:///{folder / 'bench.db'}"
-            yield run_once(cfg, url, "sqlite sync=FULL", "async", c, ahead)
-        for lockstep_ahead in (0, ahead):
-            with temp_database(cfg.pg_admin_dsn, "io") as name:
-                url = url_for(cfg.pg_admin_dsn, name)
-                yield run_once(cfg, url, "postgres", "lockstep", c, lockstep_ahead)
-            with temp_sqlite_dir(cfg, "io") as folder:
-                url = f"sqlite:///{folder / 'bench.db'}"
-                yield run_once(cfg, url, "sqlite sync=FULL", "lockstep", c, lockstep_ahead)
+            yield run_once(cfg, url_for(cfg.pg_admin_dsn, name), "postgres", "thread", c)
+        ahead = max(1, c // 4)
+        for kind, claimed_ahead in (("async", 0), ("async", ahead), ("lockstep", 0)):
+            yield from _on_both_stores(cfg, kind, c, claimed_ahead)
+        yield from _on_both_stores(cfg, "lockstep", c, ahead)
+
+
+def _on_both_stores(cfg: BenchConfig, kind: str, concurrency: int, ahead: int) -> Iterator[Row]:
+    with temp_database(cfg.pg_admin_dsn, "io") as name:
+        url = url_for(cfg.pg_admin_dsn, name)
+        yield run_once(cfg, url, "postgres", kind, concurrency, ahead)
+    with temp_sqlite_dir(cfg, "io") as folder:
+        url = f"sqlite:///{folder / 'bench.db'}"
+        yield run_once(cfg, url, "sqlite sync=FULL", kind, concurrency, ahead)
