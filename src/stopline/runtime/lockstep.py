@@ -213,9 +213,8 @@ class Lockstep:
             # else a hook, started and filed by ``_hook``: its answer resumes the greenlet
 
     def _submit(self, group: list[tuple[Any, Any]], run: Callable[[list[Any]], Any]) -> Job:
-        """``run`` the group's values at once on the jobs' thread, while the driver runs the
-        other items: once it is back (:meth:`_finished`) each greenlet goes on with its
-        result, or with what ``run`` raised."""
+        """``run`` the group's values on the jobs' thread while the driver runs the others;
+        once back (:meth:`_finished`) each greenlet goes on with its result, or its error."""
         job = Job(run, group)
         self._jobs.submit(job)
         return job
@@ -296,15 +295,14 @@ class Lockstep:
         (``placed``) holds one of ``size`` places while it runs, and waits for one first: items
         claimed ``ahead`` wait there, and a hook that ends starts the next one queued at once,
         on its own thread."""
-        self._tickets += 1
-        ticket = self._tickets
+        self._tickets = ticket = self._tickets + 1
         waiting = Waiting(greenlet.getcurrent(), placed)
         if is_async(function):
             try:  # the coroutine is made here: what raises before it runs is the answer
-                coroutine = guarded(function(*args))
+                work = function(*args)
             except BaseException as error:
                 return None, error
-            start = partial(self._start_async, ticket, waiting, coroutine, timeout)
+            start = partial(self._start_async, ticket, waiting, work, timeout)
         else:
             call = Call(function, args, ticket, partial(self._leave, waiting))
             start = partial(self._start_call, waiting, call, timeout)
@@ -330,18 +328,20 @@ class Lockstep:
             self._leave(waiting)
             self._ended.put(call.ticket)
 
-    def _start_async(self, ticket: int, waiting: Waiting, coroutine: Any, timeout: float) -> None:
+    def _start_async(self, ticket: int, waiting: Waiting, work: Any, timeout: float) -> None:
         waiting.deadline = time.monotonic() + timeout
 
         def ended(_: object) -> None:
             self._leave(waiting)
             self._ended.put(ticket)
 
+        coroutine = guarded(work)
         try:
             loop = event_loop()
             future = asyncio.run_coroutine_threadsafe(coroutine, loop)
         except BaseException as error:  # never ran: that is its answer
             coroutine.close()
+            work.close()  # never to be awaited
             waiting.failed = error
             ended(None)
             return
