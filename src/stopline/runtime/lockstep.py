@@ -157,17 +157,10 @@ class Lockstep:
             self._writing = self._submit(group, self.store.apply_many)
         self._collect(block=False)
         ended = self.in_flight < flying  # room for the loop to claim: no waiting, then
-        if wait and not ended and not self._ready and self._waited_for():
+        # (any group that could start was just sent: what is left to do is wait for one)
+        groups = self._reading is not None or self._writing is not None
+        if wait and not ended and not self._ready and (self._waiting or groups):
             self._collect(block=True)
-
-    def _waited_for(self) -> bool:
-        """Whether all the driver could do now is wait: for a hook, or a group's read or
-        write (nothing else waits for one that can start)."""
-        startable = (self._reads and self._reading is None) or (
-            self._commits and self._writing is None
-        )
-        busy = self._waiting or self._reading is not None or self._writing is not None
-        return bool(busy and not startable)
 
     def raise_failure(self) -> None:
         """Raise what an item's steps raised since the last call (the first of them)."""
