@@ -7,11 +7,14 @@ read-only values (``frozen.py``) that kept digests rest on."""
 from __future__ import annotations
 
 import copy
+import dataclasses
+import enum
 import hashlib
 import json
 import math
 import pickle
-from datetime import UTC, datetime
+import uuid
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
@@ -265,3 +268,79 @@ def test_the_same_wall_time_on_either_side_of_a_fold_keeps_its_own_instant(
     assert digest({"at": first}) != digest({"at": second})
     # a UTC time, the cached path, still gives the text of its instant
     assert format_time(second.astimezone(UTC)) == texts[1 - first_fold]
+
+
+# --- the fast digest: where orjson writes otherwise than RFC 8785 -----------------------------
+
+
+class Mode(enum.Enum):
+    ON = "on"
+
+
+@dataclasses.dataclass
+class Plain:
+    x: int
+
+
+class Words(list[Any]):
+    """A list of another type: orjson writes it as a list, the canonical form refuses it."""
+
+
+class Name(str):
+    """A string of another type: its characters are what is written."""
+
+
+def _deep(levels: int) -> Any:
+    value: Any = "bottom"
+    for _ in range(levels):
+        value = {"d": [value]}
+    return value
+
+
+ORJSON_EDGES: list[Any] = [
+    {"load": [1.0, math.nan]},  # orjson writes NaN as null: refused here all the same
+    {"load": FrozenDict({"x": math.inf})},
+    [-math.inf],
+    {"f": 1e-7, "g": 0.0001, "h": 1e-5, "i": 1e16, "j": 1e21, "k": 123.456, "l": 5e-324},
+    [0.1, 2.5, -0.0, 1.0, 100.0],
+    {"n": 2**53 - 1, "m": -(2**53 - 1)},
+    {"n": 2**53},  # orjson writes it; RFC 8785 refuses it
+    [2**63 - 1, 2**64 - 1],
+    [2**70],  # orjson refuses it
+    {"t": datetime(2026, 12, 5, 21, 0, 0, 123456, tzinfo=UTC)},  # orjson's own form differs
+    {"d": date(2026, 12, 5)},
+    {"u": uuid.UUID(int=1)},  # orjson writes it; the canonical form refuses it
+    {"e": Mode.ON},
+    {"p": Plain(1)},
+    Words(["a"]),
+    {"s": Name("é\u2028")},
+    {"b": b"\x00\xff", "m": memoryview(b"?")},
+    _deep(300),  # past orjson's depth
+    {'\b\f\n\r\t"\\/\x01\x7f': "\x00\x1f\x7f\u0085\u2029"},
+]
+
+
+@pytest.mark.parametrize("value", ORJSON_EDGES, ids=range(len(ORJSON_EDGES)))
+def test_what_orjson_writes_otherwise_goes_the_exact_way(value: Any) -> None:
+    """orjson writes floats, NaN, large integers, times, UUIDs, enums, dataclasses and
+    subclasses otherwise than the canonical form, or not at all: the digest and the text of
+    each are those of the exact serialiser, refusals included (same message)."""
+    assert outcome(fast_digest, value) == outcome(digest, value)
+    assert outcome(fast_canonical, value) == outcome(canonical_json, value)
+
+
+def test_a_lone_surrogate_is_refused_by_the_fast_digest_as_by_the_exact_one() -> None:
+    """orjson refuses it; the text the fast path hands back keeps it, for the caller's UTF-8
+    encoding to refuse, and the fast digest refuses it with the exact serialiser's reason."""
+    value = {"k": ["ok", "\ud800"]}
+    assert outcome(fast_digest, value) == outcome(digest, value)
+    assert outcome(digest, value).startswith("refused: ")
+    assert fast_canonical(value) == '{"k":["ok","\ud800"]}'
+
+
+def test_a_cycle_is_refused_on_the_fast_path_as_by_the_exact_one() -> None:
+    loop: list[Any] = []
+    loop.append(loop)
+    for fn in (fast_digest, fast_canonical, digest):
+        with pytest.raises((CanonicalError, ValueError, RecursionError)):
+            fn({"x": loop})

@@ -1,7 +1,9 @@
-"""The digest of the hot path (the event hash of every transition): json's C encoder writes
-the text and one pass over the value confirms RFC 8785 writes nothing in it differently.
-Equal to :func:`stopline.core.canonical.digest` for every value (a property test holds them
-together)."""
+"""The digest of the hot path (the event hash of every transition): a C encoder writes the
+text and one pass over the value confirms RFC 8785 writes nothing in it differently. orjson
+writes values without floats (most of what stopline digests: strings, integers, times);
+json's C encoder writes the others, its floats mended. Equal to
+:func:`stopline.core.canonical.digest` for every value (a property test holds them together).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
+
+import orjson
 
 from .canonical import (
     MAX_SAFE_INTEGER,
@@ -52,7 +56,7 @@ _C_CANONICAL = json.JSONEncoder(
 _C_TEXT_OK, _C_TEXT_FLOATS, _C_TEXT_WRONG = 0, 1, 2
 
 
-def _c_text_status(value: Any) -> int:
+def _c_text_status(value: Any, *, floats: bool = False) -> int:
     """How json's C encoder wrote ``value`` (already encoded by it, so acyclic) against RFC 8785.
 
     Its text differs only through: a key that is not a string (written as a string), an integer
@@ -60,7 +64,8 @@ def _c_text_status(value: Any) -> int:
     (the orders differ only for a key holding a character at or above U+E000): all
     ``_C_TEXT_WRONG``, left to the exact serialiser, as is any type it does not know here; and
     a float that ``repr`` writes as an integer (``1.0``) or with an exponent (``1e-05``):
-    ``_C_TEXT_FLOATS``, which :func:`_refit_floats` mends in the text.
+    ``_C_TEXT_FLOATS``, which :func:`_refit_floats` mends in the text. ``floats``: every float
+    is ``_C_TEXT_FLOATS`` (for orjson's text, whose floats are not ``repr``'s).
     """
     status = _C_TEXT_OK
     stack = [value]
@@ -84,7 +89,7 @@ def _c_text_status(value: Any) -> int:
                 return _C_TEXT_WRONG
         elif kind is float:
             text = float.__repr__(item)
-            if "e" in text or text.endswith(".0"):
+            if floats or "e" in text or text.endswith(".0"):
                 status = _C_TEXT_FLOATS
         elif not isinstance(item, str | datetime | bytes | bytearray | memoryview):
             return _C_TEXT_WRONG
@@ -113,9 +118,34 @@ def _refit_floats(text: str) -> str:
 
 
 def fast_canonical(value: Any) -> str:
-    """The text :func:`canonical_json` writes for ``value``, by json's C encoder where that
-    writes the same (see :func:`fast_digest`); a lone surrogate is left in the text, for the
-    caller's UTF-8 encoding to refuse."""
+    """The text :func:`canonical_json` writes for ``value``, by a C encoder where that writes
+    the same (see :func:`fast_digest`); a lone surrogate is left in the text, for the caller's
+    UTF-8 encoding to refuse."""
+    written = _orjson_text(value)
+    if written is not None:
+        return written.decode("utf-8")
+    return _json_text(value)
+
+
+def _orjson_text(value: Any) -> bytes | None:
+    """The canonical text of ``value`` as UTF-8, written by orjson, when that is exactly what
+    RFC 8785 writes: a value of strings, safe integers, booleans, ``None``, times, bytes and
+    containers, with no float anywhere (orjson writes some floats otherwise than RFC 8785, and
+    NaN as ``null``) and no key a code point order would put wrong. ``None``: go the
+    :func:`_json_text` way. orjson refuses what json's C encoder would (a cycle, a value too
+    deep, a key that is not a string, a lone surrogate), so the walk that follows is over an
+    acyclic value."""
+    try:
+        text = orjson.dumps(value, default=_canonical_default, option=_ORJSON_OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return None
+    return text if _c_text_status(value, floats=True) == _C_TEXT_OK else None
+
+
+_ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME
+
+
+def _json_text(value: Any) -> str:
     try:
         text = _C_CANONICAL.encode(value)
     except (ValueError, TypeError, RecursionError):
@@ -141,11 +171,15 @@ def text_digest(text: str) -> str:
 def fast_digest(value: Any) -> str:
     """:func:`digest` for the hot path (the event hash of every transition).
 
-    json's C encoder writes the text, then one pass over the value confirms that RFC 8785
-    writes nothing in it differently (see :func:`_c_text_status`). Floats that ``repr`` writes
-    differently are rewritten in the text; the rare value with another difference (a key above
+    orjson writes the text of a value without floats (:func:`_orjson_text`), json's C encoder
+    that of any other; one pass over the value confirms that RFC 8785 writes nothing in it
+    differently (see :func:`_c_text_status`). Floats that ``repr`` writes differently are
+    rewritten in json's text; the rare value with another difference (a key above
     U+E000, an integer out of range, a type the pass does not know) is written again by
     :func:`canonical_json`. Equal to ``digest(value)`` for every value, refusals included (a
     property test holds them together).
     """
-    return text_digest(fast_canonical(value))
+    written = _orjson_text(value)
+    if written is not None:
+        return hashlib.sha256(written).hexdigest()
+    return text_digest(_json_text(value))
