@@ -232,6 +232,17 @@ def completed(store: Any, state: str) -> int:
     return sum(int(r["count"]) for r in store.count_by_state() if r["state"] == state)
 
 
+def drain(worker: Any, store: Any, state: str, n: int) -> None:
+    """Tick ``worker`` until ``n`` items are in ``state`` (every worker's share of a drain
+    done), pausing a millisecond whenever it found nothing to do."""
+    while True:
+        if worker.tick():
+            continue
+        if completed(store, state) >= n:
+            return
+        time.sleep(0.001)
+
+
 def _postgres_processes() -> dict[str, tuple[str, list[int]]] | None:
     """pid -> (state, [utime, stime, cutime, cstime]) of every process named ``postgres``."""
     found: dict[str, tuple[str, list[int]]] = {}

@@ -30,7 +30,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -53,7 +52,7 @@ def child(mode: str, items: int) -> None:
     sys.path.insert(0, str(BENCH_DIR))
     import noop_app
     import stopline_bench
-    from common import completed
+    from common import drain
 
     from stopline.runtime.worker import Worker
     from stopline.store import open_store
@@ -67,12 +66,7 @@ def child(mode: str, items: int) -> None:
             store, noop_app.app, concurrency=batch, batch=batch, lockstep=lockstep, ahead=ahead
         )
         _toggle("on")
-        while True:
-            if worker.tick():
-                continue
-            if completed(store, "completed") >= items:
-                break
-            time.sleep(0.001)
+        drain(worker, store, "completed", items)
         _toggle("off")
         worker.close()
         store.close()

@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from common import (
     BenchConfig,
     Row,
-    completed,
     database_cpu,
+    drain,
     make_row,
     per_op_ms,
     short_error,
@@ -81,12 +81,7 @@ def _drain(
     )
     start.wait()
     cpu = time.process_time()  # this process, every thread: user + system
-    while True:
-        if worker.tick():
-            continue
-        if completed(store, "ready_for_review") >= n:
-            break
-        time.sleep(0.001)
+    drain(worker, store, "ready_for_review", n)
     worker.close()
     finished_at = time.monotonic()  # the work done; the process's exit is not timed
     out.put((worker.transitions, finished_at, time.process_time() - cpu))

@@ -24,8 +24,8 @@ from pathlib import Path
 from common import (
     BenchConfig,
     Row,
-    completed,
     database_cpu,
+    drain,
     make_row,
     per_op_ms,
     short_error,
@@ -88,12 +88,7 @@ def _drain(
     start.wait()
     written = _written_bytes()
     cpu = time.process_time()  # this process, every thread: user + system
-    while True:
-        if worker.tick():
-            continue
-        if completed(store, "completed") >= n:
-            break
-        time.sleep(0.001)
+    drain(worker, store, "completed", n)
     worker.close()
     finished_at = time.monotonic()  # the work done; the process's exit is not timed
     out.put((worker.claims, _written_bytes() - written, time.process_time() - cpu, finished_at))
