@@ -102,3 +102,33 @@ def test_a_data_digest_put_together_from_its_values_is_the_exact_digest(
     inner["v"]["k"].append(2)
     assert data_digest(inner) != before
     assert data_digest(inner) == digest(inner)
+
+
+FLAT_EDGES = [
+    {"\ue000": "a", "\U0001f600": "b"},  # code point and UTF-16 orders differ
+    {"b": 2**53, "a": 1},  # past the safe integers
+    {"a": -(2**53)},
+    {"a": True, "b": 0},
+    {"a": 1.0},
+    {"a": None},
+    {"a": 'x\u2028\x7f\x1f"\\'},
+    {"é": "x", "e": "y"},
+    {},
+]
+
+
+@settings(max_examples=300)
+@given(
+    st.dictionaries(
+        st.text(max_size=3),
+        st.text(max_size=4) | st.integers(-(2**60), 2**60) | st.booleans() | st.floats(),
+        max_size=9,
+    )
+    | st.sampled_from(FLAT_EDGES)
+)
+def test_a_small_flat_value_in_data_gets_the_exact_digest(value: dict[str, Any]) -> None:
+    """A small mapping of strings and integers is written member by member: keys out of code
+    point order, integers past 2**53 and anything but strings and integers go the general way,
+    with the same digest or refusal."""
+    data = FrozenDict({"step": FrozenDict(value)})
+    assert _same(_outcome(data_digest, data), _outcome(digest, data))

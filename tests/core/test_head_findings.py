@@ -58,6 +58,23 @@ def test_claims_made_since_the_last_event_are_no_finding() -> None:
     assert item.attempt_log and head_findings(item, h.events[-1]) == []
 
 
+@pytest.mark.parametrize("claims", [0, 1, 2, 3])
+def test_a_record_under_a_lease_matches_its_seal_whatever_the_claims_since(claims: int) -> None:
+    """A leased record is tried as claimed once since its event first: a lease held at the
+    event itself, or taken over twice since, matches as well."""
+    h = walked(S.CLASSIFIED)
+    item = h.it
+    for n in range(claims):
+        item = claim(item, f"w{n}", h.now.replace(year=h.now.year + n))  # each lease ran out
+    if claims == 0:  # the event left the lease held (a step that continues under its claim)
+        item = replace(item, lease_owner="w0", lease_expires_at=h.now, claimed_at=h.now)
+    assert item.lease_owner is not None and item.attempts == h.it.attempts + claims
+    assert head_findings(item, h.events[-1]) == []
+    assert found(replace(item, lease_token=item.lease_token + 1), h.events[-1]) == {
+        ("seal_mismatch", "record")
+    }
+
+
 @pytest.mark.parametrize(
     "changes",
     [

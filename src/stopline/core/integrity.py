@@ -13,7 +13,8 @@ on an item stops every action on it (``integrity_failed``); ``stopline verify`` 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring
 from typing import Any
@@ -124,16 +125,46 @@ _STORED_SCALARS = frozenset({str, int, float, bool, type(None)})
 def _value_text(value: Any) -> tuple[str, bool]:
     """The canonical text of ``value``, and whether it is frozen as stored."""
     kind = type(value)
+    if kind is str:  # a lone surrogate is refused by the digest's UTF-8 encoding
+        return encode_basestring(value), True
+    if kind is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        return int.__repr__(value), True
     if kind is not FrozenDict and kind is not tuple:
         return fast_canonical(value), kind in _STORED_SCALARS
     kept, text = _VALUE_TEXTS.get(value)
     if kept:
         return text, True
+    if kind is FrozenDict and len(value) <= _FLAT_MEMBERS:
+        flat = _flat_text(value)
+        if flat is not None:
+            return flat, True
     text = fast_canonical(value)
     frozen = deeply_frozen(value, as_stored=True)
     if frozen:
         _VALUE_TEXTS.keep(value, text, len(text))
     return text, frozen
+
+
+_FLAT_MEMBERS = 8
+
+
+def _flat_text(value: Mapping[str, Any]) -> str | None:
+    """The canonical text of a small read-only mapping of ASCII keys to strings and safe
+    integers (the ``step`` a transition writes, say) without the encoder's walk; ``None`` for
+    any other (the general way)."""
+    if not all(type(key) is str and key.isascii() for key in value):
+        return None
+    members = []
+    for key in sorted(value):  # ASCII keys: code point order is RFC 8785's
+        member = value[key]
+        kind = type(member)
+        if kind is str:
+            members.append(f"{encode_basestring(key)}:{encode_basestring(member)}")
+        elif kind is int and -MAX_SAFE_INTEGER <= member <= MAX_SAFE_INTEGER:
+            members.append(f"{encode_basestring(key)}:{int.__repr__(member)}")
+        else:
+            return None
+    return "{" + ",".join(members) + "}"
 
 
 # the canonical text of data values frozen as stored
@@ -222,10 +253,14 @@ def item_seal(item: Item) -> str:
 def _claim_rollbacks(item: Item) -> Iterator[tuple[int, int, Sequence[Mapping[str, Any]]]]:
     """Every (attempts, lease token, attempt log) the record may have had at its last event:
     each claim since added one attempt and one token, and every claim but one that found the
-    lease released logged the attempt it abandoned."""
+    lease released logged the attempt it abandoned. A record under a lease was most likely
+    claimed once since its event, so that comes first (the order changes no answer)."""
     log = item.attempt_log
     limit = min(item.attempts, item.lease_token, MAX_CLAIMS_SINCE_EVENT)
-    for claims in range(0, limit + 1):
+    order: Iterable[int] = range(0, limit + 1)
+    if item.lease_owner is not None and limit >= 1:
+        order = itertools.chain((1, 0), range(2, limit + 1))
+    for claims in order:
         for logged in sorted({claims, claims - 1}):
             if logged < 0 or logged > len(log):
                 continue

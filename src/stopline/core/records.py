@@ -170,9 +170,24 @@ class Event:
         """The event with its hash computed over everything else."""
         unsealed = cls(**fields)
         object.__setattr__(unsealed, "hash", unsealed.computed_hash())
-        if deeply_frozen(unsealed.digests) and deeply_frozen(unsealed.detail):
+        if unsealed.stored_form() or (
+            deeply_frozen(unsealed.digests) and deeply_frozen(unsealed.detail)
+        ):
             unsealed.__dict__["_hash_ok"] = True  # its hash was made over it just now
         return unsealed
+
+    def stored_form(self) -> bool:
+        """Its documents are frozen to the bottom and exactly what their stored JSON reads
+        back as (``deeply_frozen(..., as_stored=True)``); a yes is kept, as nothing in such
+        an event can change."""
+        if self.__dict__.get("_stored_form"):
+            return True
+        stored = deeply_frozen(self.digests, as_stored=True) and deeply_frozen(
+            self.detail, as_stored=True
+        )
+        if stored:
+            self.__dict__["_stored_form"] = True  # beside the fields: not compared, not hashed
+        return stored
 
     def computed_hash(self) -> str:
         return fast_digest(self.body())

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,7 +17,7 @@ from .frozen import freeze
 from .guard import integrity_failed
 from .integrity import head_findings, item_seal
 from .reasons import Reason
-from .records import Event, Item
+from .records import Event, Item, evolve
 from .states import State
 from .step import Context, lease_reasons, legal, policy_of, transition
 from .transitions import Cmd
@@ -69,7 +68,7 @@ def decide_discover(command: Discover, ctx: Context) -> Decision:
         | ({"agent": command.agent} if command.agent else {}),
         prev_hash="",
     )
-    item = replace(item, head=event.hash)
+    item = evolve(item, head=event.hash)
     return Decision(Outcome.APPLIED, (), item.id, item.state, after=item, event=event)
 
 
@@ -304,7 +303,7 @@ def continue_claim(item: Item, worker: str, now: datetime, lease_seconds: float)
     is due at once: same counting (one attempt), a new fencing token, no extra event."""
     if item.lease_owner is not None or not claimable(item, now):
         return None
-    return replace(
+    return evolve(
         item,
         attempts=item.attempts + 1,
         lease_token=item.lease_token + 1,

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..core import severity
 from ..core.canonical import format_time, parse_time
-from ..core.frozen import deeply_frozen, freeze, load_frozen, load_frozen_deep, storage_json
+from ..core.frozen import freeze, load_frozen, load_frozen_deep, storage_json
 from ..core.integrity import stored_form
 from ..core.ledger import LedgerEntry
 from ..core.records import Actor, Event, Item
@@ -206,8 +206,7 @@ class SQLRows(ABC):
             event.at.tzinfo is UTC
             and type(event.reasons) is tuple
             and all(type(r) is str for r in event.reasons)
-            and deeply_frozen(event.digests, as_stored=True)
-            and deeply_frozen(event.detail, as_stored=True)
+            and event.stored_form()
             and self._from_time(decision_params["at"]) == event.at
         ):
             key = tuple(self._as_read(decision_params[name]) for name in EVENT_COLUMNS)
