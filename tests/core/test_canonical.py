@@ -20,6 +20,7 @@ from stopline.core.canonical import (
     canonical_json,
     digest,
     format_time,
+    json_number,
     parse_time,
     to_plain,
 )
@@ -286,3 +287,13 @@ def test_format_time_of_non_utc_zones_and_far_years() -> None:
     assert format_time(datetime(2026, 1, 1, 0, 0, 0, 1, tzinfo=tz)) == (
         "2026-01-01T03:30:00.000001Z"
     )
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from([0.0, -0.0, 2.0**53]))
+def test_a_json_number_has_the_digest_of_its_float(value: float) -> None:
+    """``json_number`` turns a float RFC 8785 writes as a safe integer into that integer, and
+    leaves any other (a fraction, an exponent, past 2**53 - 1) a float."""
+    number = json_number(value)
+    assert number == value and digest([number]) == digest([value])
+    whole = canonical_json(value).lstrip("-").isdigit() and abs(value) < 2**53
+    assert type(number) is (int if whole else float)

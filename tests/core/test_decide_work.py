@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from stopline.core import work
+from stopline.core.canonical import digest
 from stopline.core.commands import (
     Approve,
     Close,
@@ -164,6 +165,24 @@ def test_propose_waits_for_approval(h: Harness) -> None:
     assert proposal["proposer"] == "automation:auto" and proposal["required_roles"] == ("approver",)
     assert d.event.digests["proposal"] == proposal["digest"]
     assert h.it.lease_owner is None
+
+
+@pytest.mark.parametrize("age", [3600.0, 0.5, 1e-7, 2.0**60])
+def test_a_proposal_writes_a_whole_evidence_age_as_an_integer_with_the_same_digest(
+    age: float,
+) -> None:
+    """A float rule's whole number of seconds is kept as the integer RFC 8785 writes for it
+    anyway (one C encoder's text, no float to mend); the digest is the one over the float."""
+    h = Harness(policy(max_evidence_age=age))
+    h.discover()
+    h.observe()
+    h.claim()
+    h.ok(Propose(**h.lease(), action="restart", target="web-1", params={}), S.AWAITING_APPROVAL)
+    proposal = h.it.doc("proposal")
+    kept = proposal["max_evidence_age"]
+    assert kept == age and type(kept) is (int if age in (3600.0,) else float)
+    body = {k: v for k, v in proposal.items() if k not in ("digest", "approvals")}
+    assert proposal["digest"] == digest(body) == digest({**body, "max_evidence_age": age})
 
 
 def test_propose_needing_no_approval_is_approved_at_once() -> None:

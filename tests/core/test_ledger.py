@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from datetime import timedelta, timezone
 from functools import cache
 from itertools import count
 
@@ -323,3 +324,34 @@ def test_any_one_edit_of_an_acted_on_item_is_found_both_ways(edit: str, pick: in
         history[i] = resealed(history[i], actor="mallory")
     assert verify(events, entries)
     assert before_acting(events, entries, "auto-done")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"seq": 5},
+        {"kind": "authority"},
+        {"at": T0.replace(microsecond=1)},
+        {"hash": "0" * 64},
+        {"prev_hash": "1" * 64},
+    ],
+    ids=lambda c: next(iter(c)),
+)
+def test_an_entry_known_sound_vouches_for_no_other(change: dict[str, object]) -> None:
+    """An entry made or found sound is kept as sound by its fields; one field changed (and
+    not sealed again) is checked afresh and fails."""
+    made = entry(2, 7, T0, "milestone", "itm_a", 4, "e" * 64, "p" * 64)
+    assert made.hash_ok() and replace(made).hash_ok()
+    assert not replace(made, **change).hash_ok()
+
+
+@pytest.mark.parametrize("field", ["shard", "n", "seq"])
+def test_an_equal_entry_of_other_types_is_checked_afresh(field: str) -> None:
+    """``True`` equals ``1`` and a time in another zone equals its UTC time, but their
+    canonical text differs (or may): such an entry is never vouched for by the memo."""
+    made = entry(1, 1, T0, "milestone", "itm_a", 1, "e" * 64, "p" * 64)
+    assert made.hash_ok()
+    assert replace(made, **{field: True}) == made
+    assert not replace(made, **{field: True}).hash_ok()
+    zoned = replace(made, at=T0.astimezone(timezone(timedelta(hours=2))))
+    assert zoned == made and zoned.hash_ok()  # the same instant writes the same UTC text

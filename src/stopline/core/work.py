@@ -8,7 +8,7 @@ from typing import Any
 
 from . import severity
 from .authorship import AUTOMATION
-from .canonical import format_time
+from .canonical import format_time, json_number
 from .commands import Discover, Expire, NeedsEyes, NothingToDo, Observe, Propose, Report
 from .decision import Decision, Outcome, refused
 from .failures import account, revision_failed, stop_for_eyes
@@ -139,7 +139,7 @@ def build_proposal(
         "policy_version": policy.approval.version,
         "required_roles": sorted(rule.roles),
         "required_approvals": rule.approvals,
-        "max_evidence_age": rule.max_evidence_age,
+        "max_evidence_age": json_number(rule.max_evidence_age),
         "separation_of_duties": rule.separation_of_duties,
         "returners_may_approve": rule.returners_may_approve,
     }
