@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from stopline.core.canonical import CanonicalError, canonical_json, digest, format_time, to_plain
+from stopline.core.data_digest import data_digest
 from stopline.core.fast_digest import fast_canonical, fast_digest
 from stopline.core.frozen import FrozenDict, deeply_frozen, freeze, load_frozen
-from stopline.core.integrity import data_digest
 
 from .helpers import Harness
 

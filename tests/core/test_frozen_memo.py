@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stopline.core.canonical import CanonicalError, digest
+from stopline.core.data_digest import data_digest, stored_form
 from stopline.core.fast_digest import fast_digest
 from stopline.core.frozen import FrozenDict, deeply_frozen, freeze, load_frozen_deep, storage_json
-from stopline.core.integrity import data_digest, stored_form
 from strategies import hostile_values, json_values, times
 
 

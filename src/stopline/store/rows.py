@@ -12,8 +12,8 @@ from typing import Any
 
 from ..core import severity
 from ..core.canonical import format_time, parse_time
+from ..core.data_digest import stored_form
 from ..core.frozen import freeze, load_frozen, load_frozen_deep, storage_json
-from ..core.integrity import stored_form
 from ..core.ledger import LedgerEntry
 from ..core.records import Actor, Event, Item
 from ..core.search import search_text
