@@ -9,7 +9,7 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from .canonical import MAX_SAFE_INTEGER
-from .fast_digest import fast_canonical, fast_digest, text_digest
+from .fast_digest import fast_canonical, fast_digest, members_text, text_digest
 from .frozen import FrozenDict, KeptByValue, deeply_frozen
 
 
@@ -93,17 +93,8 @@ def _flat_text(value: Mapping[str, Any]) -> str | None:
     any other (the general way)."""
     if not all(type(key) is str and key.isascii() for key in value):
         return None
-    members = []
-    for key in sorted(value):  # ASCII keys: code point order is RFC 8785's
-        member = value[key]
-        kind = type(member)
-        if kind is str:
-            members.append(f"{encode_basestring(key)}:{encode_basestring(member)}")
-        elif kind is int and -MAX_SAFE_INTEGER <= member <= MAX_SAFE_INTEGER:
-            members.append(f"{encode_basestring(key)}:{int.__repr__(member)}")
-        else:
-            return None
-    return "{" + ",".join(members) + "}"
+    # ASCII keys: code point order is RFC 8785's
+    return members_text(value, [(key, encode_basestring(key)) for key in sorted(value)])
 
 
 # the canonical text of data values frozen as stored

@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from json.encoder import encode_basestring
 from typing import Any
 
 import orjson
@@ -158,6 +159,24 @@ def _json_text(value: Any) -> str:
     if status == _C_TEXT_FLOATS:
         text = _refit_floats(text)
     return text
+
+
+def members_text(value: Mapping[str, Any], keys: Iterable[tuple[str, str]]) -> str | None:
+    """The canonical text of the members ``keys`` of ``value`` (each key with its JSON text, in
+    RFC 8785 order) as an object, written without a walk when each holds a string or a safe
+    integer; ``None`` when one holds anything else (the caller goes the general way). A lone
+    surrogate is left in the text, for the digest's UTF-8 encoding to refuse."""
+    members = []
+    for key, quoted in keys:
+        member: Any = value.get(key)
+        kind = type(member)
+        if kind is str:
+            members.append(f"{quoted}:{encode_basestring(member)}")
+        elif kind is int and -MAX_SAFE_INTEGER <= member <= MAX_SAFE_INTEGER:
+            members.append(f"{quoted}:{int.__repr__(member)}")
+        else:
+            return None
+    return "{" + ",".join(members) + "}"
 
 
 def text_digest(text: str) -> str:

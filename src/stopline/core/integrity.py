@@ -16,13 +16,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from json.encoder import encode_basestring
 from typing import Any
 
 from .authorship import AuthorKind, author_problems, event_author
-from .canonical import MAX_SAFE_INTEGER, CanonicalError, format_time
+from .canonical import CanonicalError, format_time
 from .data_digest import MEMO_DATA, data_digest
-from .fast_digest import fast_digest, text_digest
+from .fast_digest import fast_digest, members_text, text_digest
 from .frozen import KeptByValue, deeply_frozen
 from .legacy_form import digest_matches
 from .records import Event, Item
@@ -127,19 +126,11 @@ def seal_digest(document: Mapping[str, Any]) -> str:
     a string or a small integer, so its canonical text is its keys in order and each value as
     json writes it. Any other document (a key more or less, a value of another type or out of
     range) goes the general way; a lone surrogate is refused as there."""
-    if len(document) != len(_SEAL_KEYS):
-        return fast_digest(document)
-    parts = []
-    for key in _SEAL_KEYS:
-        value: Any = document.get(key)
-        kind = type(value)
-        if kind is str:
-            parts.append(f'"{key}":{encode_basestring(value)}')
-        elif kind is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-            parts.append(f'"{key}":{value}')
-        else:
-            return fast_digest(document)
-    return text_digest("{" + ",".join(parts) + "}")
+    text = members_text(document, _SEAL_MEMBERS) if len(document) == len(_SEAL_KEYS) else None
+    return fast_digest(document) if text is None else text_digest(text)
+
+
+_SEAL_MEMBERS = tuple((key, f'"{key}"') for key in _SEAL_KEYS)
 
 
 def _log_digest(log: Sequence[Mapping[str, Any]]) -> str:
