@@ -91,7 +91,7 @@ class LedgerEntry:
             return True
         ok = self.computed_hash() == self.hash
         if ok and plain:
-            _keep_sound(self)
+            _remember(self)
         return ok
 
     @property
@@ -141,9 +141,13 @@ def _plain(e: LedgerEntry) -> bool:
 
 def _keep_sound(e: LedgerEntry) -> None:
     if _plain(e):
-        if len(_SOUND) >= MEMO_ENTRIES:
-            _SOUND.clear()
-        _SOUND.add(e)
+        _remember(e)
+
+
+def _remember(e: LedgerEntry) -> None:
+    if len(_SOUND) >= MEMO_ENTRIES:
+        _SOUND.clear()
+    _SOUND.add(e)
 
 
 def ledger_kind(event: Event) -> str | None:
