@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from common import Row
 
 
-def _rate(rows: Iterable[Row], **match: object) -> float | None:
+def rate_of(rows: Iterable[Row], **match: object) -> float | None:
     for r in rows:
         if all(r.get(k) == v for k, v in match.items()) and r.get("rate") is not None:
             return float(r["rate"])
@@ -25,12 +25,12 @@ def lines(rows: list[Row], cores: int | None = None) -> list[str]:
     raw_label = {"sqlite sync=FULL": "sqlite sync=FULL", "sqlite sync=NORMAL": "sqlite sync=NORMAL"}
     stores = sorted({str(r["store"]) for r in rows if str(r["scenario"]).startswith("stopline")})
     workers = sorted({int(r["workers"]) for r in rows if r["scenario"] == "stopline"})
-    pgq = _rate(rows, scenario="pgqueuer", concurrency=10)
+    pgq = rate_of(rows, scenario="pgqueuer", concurrency=10)
     out.append("no-op path, transitions/s against the raw loop's steps/s (same store, workers):")
     for store in stores:
         raw_store = raw_label.get(store, store)
         for w in workers:
-            raw = _raw(rows, raw_store, w)
+            raw = raw_rate(rows, raw_store, w)
             cells = []
             for r in rows:
                 name = str(r["scenario"])
@@ -87,7 +87,7 @@ def _raw_row(rows: Iterable[Row], store: str, workers: int) -> Row | None:
     return None
 
 
-def _raw(rows: Iterable[Row], store: str, workers: int) -> float | None:
+def raw_rate(rows: Iterable[Row], store: str, workers: int) -> float | None:
     r = _raw_row(rows, store, workers)
     return None if r is None or r.get("rate") is None else float(r["rate"])
 

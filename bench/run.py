@@ -46,6 +46,8 @@ import stopline_bench
 import stopline_claim_cost
 from common import RESULTS_DIR, BenchConfig, Row, pg_info
 
+import targets
+
 RowGenerator = Callable[[BenchConfig], Iterable[Row]]
 
 # name -> row generator, run in this order. A stopline generator goes here, e.g.
@@ -376,6 +378,7 @@ def main(argv: list[str] | None = None) -> int:
         print(format_table(rows))
         print()
         print("\n".join(ratios.lines(rows, info["usable_cpus"])))
+        print("\n".join(targets.lines(rows)))
     if claims:
         print()
         print(format_claim_table(claims))
