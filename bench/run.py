@@ -44,9 +44,8 @@ import ratios
 import raw
 import stopline_bench
 import stopline_claim_cost
+import verdicts
 from common import RESULTS_DIR, BenchConfig, Row, pg_info
-
-import targets
 
 RowGenerator = Callable[[BenchConfig], Iterable[Row]]
 
@@ -378,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
         print(format_table(rows))
         print()
         print("\n".join(ratios.lines(rows, info["usable_cpus"])))
-        print("\n".join(targets.lines(rows)))
+        print("\n".join(verdicts.lines(rows)))
     if claims:
         print()
         print(format_claim_table(claims))
