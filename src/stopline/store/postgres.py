@@ -74,11 +74,13 @@ def _as_is(text: str) -> str:
     return text
 
 
-def _json_as_text(conn: psycopg.Connection[Any]) -> None:
-    """``json`` columns read as the text stored, as SQLite reads them: the row codecs parse
-    it into read-only values in one pass, and an event row's text is the key of the check
-    already made on it (``rows.py``)."""
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    """Each pooled connection: ``json`` columns read as the text stored, as SQLite reads them
+    (the row codecs parse it into read-only values in one pass, and an event row's text is the
+    key of the check already made on it, ``rows.py``); and times read in UTC, whatever zone the
+    server or the login sets, so that no time read back depends on a zone's rules."""
     conn.adapters.register_loader("json", TextLoader)
+    conn.execute("SET TIME ZONE 'UTC'")
 
 
 class PostgresStore(PgWakeups, PgGuardReads):
@@ -106,7 +108,7 @@ class PostgresStore(PgWakeups, PgGuardReads):
             max_size=max_size,
             timeout=timeout,
             kwargs={"autocommit": True, "row_factory": dict_row, **tcp_settings(url)},
-            configure=_json_as_text,
+            configure=_configure,
             name="stopline",
             open=True,
         )

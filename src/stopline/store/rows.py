@@ -36,6 +36,20 @@ EVENT_COLUMNS = (  # the columns of an event row (current_item prefixes them wit
     "hash",
 )
 
+_AT = EVENT_COLUMNS.index("at")
+
+
+def event_key(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An event row's values as the key of what it decoded to: its time as the UTC instant.
+    A driver may read a time in its session's zone, and two times of one zone that fall in the
+    hour repeated when the clocks go back compare (and hash) equal though an hour apart: keyed
+    as they are read, a time moved by that hour would find the record decoded before."""
+    at = values[_AT]
+    if type(at) is datetime and at.tzinfo is not UTC:
+        return (*values[:_AT], at.astimezone(UTC), *values[_AT + 1 :])
+    return values
+
+
 MEMO_EVENTS = 4096  # event rows a store keeps decoded (the whole memo is dropped when full)
 MEMO_DATA, MEMO_DATA_CHARS = 1024, 8_000_000  # item data kept whole by stored text; their size
 
@@ -183,7 +197,7 @@ class SQLRows(ABC):
         record is read-only to the bottom, so what the core checked on it holds for it still
         (:meth:`Event.hash_ok`), while a row changed in any column decodes, and is checked,
         afresh."""
-        key = tuple(row[name] for name in EVENT_COLUMNS)
+        key = event_key(tuple(row[name] for name in EVENT_COLUMNS))
         found = self._event_memo.get(key)
         if found is None:
             found = self._decode_event(row)
@@ -209,7 +223,7 @@ class SQLRows(ABC):
             and event.stored_form()
             and self._from_time(decision_params["at"]) == event.at
         ):
-            key = tuple(self._as_read(decision_params[name]) for name in EVENT_COLUMNS)
+            key = event_key(tuple(self._as_read(decision_params[name]) for name in EVENT_COLUMNS))
             self._remember_event(key, event)
 
     def _as_read(self, param: Any) -> Any:
