@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .canonical import digest, sha256_bytes
+from .frozen import private_copy
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,8 @@ class Artifact:
             summary=doc["summary"],
             body=doc["body"],
             assets=tuple(Asset.from_plain(a) for a in doc.get("assets", ())),
-            metadata=dict(doc.get("metadata", {})),
+            # a copy of its own: a target or a hook is handed this artifact
+            metadata=dict(private_copy(doc.get("metadata", {}))),
         )
 
 

@@ -55,6 +55,21 @@ def freeze(value: Any) -> Any:
     return value
 
 
+def private_copy(value: Any) -> Any:
+    """A deep copy that no other code holds: new read-only mappings and tuples to the bottom,
+    the immutable leaves shared. A :class:`FrozenDict` refuses its own mutating methods, but
+    ``dict``'s, called on it directly, still change it; so what stopline hands to code it does
+    not own (a hook's context, an artifact a target writes) is such a copy, never a record the
+    worker or its store keeps and has checked (``store/rows.py`` keeps records by the rows
+    they came from, and the digests of read-only values by the values)."""
+    kind = type(value)
+    if kind is FrozenDict or kind is dict:
+        return FrozenDict({k: private_copy(v) for k, v in value.items()})
+    if kind is tuple or kind is list:
+        return tuple(private_copy(v) for v in value)
+    return value
+
+
 def deeply_frozen(value: Any, *, as_stored: bool = False) -> bool:
     """Whether nothing in ``value`` can change: read-only mappings and tuples to the bottom,
     holding only strings, numbers, booleans, ``None`` and times. ``as_stored``: and it is

@@ -16,7 +16,7 @@ from typing import Any
 
 from .canonical import format_time
 from .fast_digest import fast_digest
-from .frozen import FrozenDict, deeply_frozen, freeze
+from .frozen import FrozenDict, deeply_frozen, freeze, private_copy
 from .legacy_form import legacy_fast_digest
 from .states import State
 
@@ -111,6 +111,13 @@ def evolve(item: Item, **changes: Any) -> Item:
     state.update(item.__dict__)
     state.update(changes)
     return new
+
+
+def private_item(item: Item) -> Item:
+    """``item`` with its documents and attempt log copied (:func:`frozen.private_copy`): the
+    record a hook is handed, so that nothing a hook does to what it was given reaches the
+    worker's own record, nor the store's."""
+    return evolve(item, data=private_copy(item.data), attempt_log=private_copy(item.attempt_log))
 
 
 _ITEM_FIELDS = frozenset(f.name for f in fields(Item))

@@ -16,7 +16,7 @@ from ..core.commands import Command, Execute
 from ..core.decision import Decision, Outcome
 from ..core.failures import INVALID_OUTPUT
 from ..core.reasons import Reason
-from ..core.records import Item
+from ..core.records import Item, private_item
 from ..core.states import State
 from . import delivery_driver
 from .automation import Automation, HookContext
@@ -60,7 +60,7 @@ class Step:
     def context(self) -> HookContext:
         return HookContext(
             now=self.worker.clock(),
-            item=self.item,
+            item=private_item(self.item),
             automation=self.automation.name,
             logger=logging.getLogger(f"stopline.automation.{self.automation.name}"),
             clock=self.worker.clock,
