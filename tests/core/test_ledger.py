@@ -355,3 +355,15 @@ def test_an_equal_entry_of_other_types_is_checked_afresh(field: str) -> None:
     assert not replace(made, **{field: True}).hash_ok()
     zoned = replace(made, at=T0.astimezone(timezone(timedelta(hours=2))))
     assert zoned == made and zoned.hash_ok()  # the same instant writes the same UTC text
+
+
+@pytest.mark.parametrize(
+    "change", [{"n": 2**60}, {"seq": -(2**60)}, {"item_id": "\ud800"}], ids=["n", "seq", "text"]
+)
+def test_an_entry_no_canonical_text_holds_is_unsound_not_an_error(
+    change: dict[str, object],
+) -> None:
+    """A row written by SQL with an integer past 2**53 or a lone surrogate: its hash cannot be
+    computed, so it is not the hash stored: a finding, never an exception out of the check."""
+    made = entry(3, 2, T0, "milestone", "itm_a", 2, "e" * 64, "p" * 64)
+    assert not replace(made, **change).hash_ok()
