@@ -308,9 +308,10 @@ UPDATE items SET data = :data WHERE id = :id;
 -- name: registry_text
 -- What the registry is folded from, in one statement (so in one snapshot): each query's rows in
 -- their order as one JSON array of rows, each row the SQL literal of every column it reads
--- (quote(): a number, a string and a blob never write alike). Different rows never give the
--- same text, so text equal to that of the rows last folded means the same rows, and the worker
--- keeps that fold (actors.py, ``registry``). A column the fold reads must be listed here: a
+-- (quote(): a number, a string and a blob never write alike). Rows that fold differently never
+-- give the same text (the one pair that does, 0.0 and -0.0, the fold cannot tell apart either),
+-- so text equal to that of the rows last folded means the same fold, and the worker keeps it
+-- (actors.py, ``registry``). A column the fold reads must be listed here: a
 -- test edits each one behind the store's back and wants the next read to see it.
 SELECT
     (SELECT json_group_array(json_array(quote(id), quote(at), quote(actor), quote(change),
