@@ -11,7 +11,9 @@ and the ideal C / 50 ms needs every place held all the time, each item's place t
 This script drains N items at concurrency C in lockstep with async hooks (as ``io_bench``
 does) and reads both factors off the places themselves: every time a place is taken or let
 go, the time and the number held are recorded (two clock readings per hook), and the area
-under that curve is the place time of the run. It prints, for each store and each ``ahead``:
+under that curve is the place time of the run. The number held is read just before the
+places' own lock is taken, so two threads changing it at the same moment may each count from
+the same value: the area is right to within such coincidences, a small share of the hooks. It prints, for each store and each ``ahead``:
 the rate against the ideal, the places held on average (of C), the place time per item, and
 the worker's CPU per item.
 
