@@ -242,3 +242,34 @@ def test_a_hook_no_thread_can_run_is_its_items_failure_and_holds_no_place(
     assert worker.lockstep.places.held == 0 and worker.lockstep.places.queued == 0
     assert State.READY_FOR_REVIEW not in states(store, ids)
     assert all(attempts(store, i) for i in ids)  # each item's attempt recorded as failed
+
+
+def test_an_item_is_renewed_from_its_claim_before_the_driver_first_runs_it(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver may be busy for a while between a claim and the item's first run (another
+    item's work on its thread, a write lock held by another process): the claim's lease is
+    renewed from the claim on, as a step thread's is, so no other worker takes the item over
+    and runs its hooks a second time meanwhile."""
+    (item_id,) = discovered(store, 1)
+    app = App(
+        [Automation("auto", lambda ctx: [], lambda ctx: Evidence({}), propose, lease_seconds=1.0)]
+    )
+    worker = Worker(store, app, concurrency=2, lockstep=True)
+    lockstep = worker.lockstep
+    assert lockstep is not None
+    monkeypatch.setattr(type(lockstep), "pump", lambda self, wait=True: None)  # a busy driver
+    tick_until(worker, lambda: lockstep.in_flight == 1, "the item claimed")
+    claimed = store.get(item_id)
+    assert claimed is not None and claimed.lease_expires_at is not None
+    end = time.monotonic() + DEADLINE
+    while True:  # renewed by the renewer's thread while the item has not run at all
+        now = store.get(item_id)
+        assert now is not None and now.state == claimed.state
+        if now.lease_expires_at is not None and now.lease_expires_at > claimed.lease_expires_at:
+            break
+        assert time.monotonic() < end, "the claim was never renewed before the item ran"
+        time.sleep(0.05)
+    monkeypatch.undo()
+    drain(worker)
+    assert states(store, [item_id]) == [State.READY_FOR_REVIEW]

@@ -12,6 +12,7 @@ a broken driver reaches. The driver's greenlets run on the test's own thread.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import gc
 import queue
@@ -391,3 +392,66 @@ def test_a_closed_worker_leaves_no_hook_or_jobs_thread_running(store: Store) -> 
     for thread in hook_threads | job_threads:
         thread.join(DEADLINE)
         assert not thread.is_alive(), thread.name
+
+
+class _Told(HookThreads):
+    """Hook threads that tell the test once a call's end is on the driver's queue."""
+
+    queued = threading.Event()
+
+    def __init__(self, ended: Any) -> None:
+        told = self.queued
+
+        class Queue:
+            def put(self, ticket: Any) -> None:
+                ended.put(ticket)
+                told.set()
+
+        super().__init__(cast(Any, Queue()))
+
+
+@pytest.mark.parametrize("kind", ["plain", "async"])
+def test_a_hook_that_ended_past_its_time_while_the_driver_was_busy_is_a_timeout(
+    store: Store, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """The driver sees a hook's end only when it next collects. A hook that returned after its
+    time while the driver was busy elsewhere (its claim waiting for the database, say) is a
+    timeout, as one step at a time and step threads make it: its answer is never the item's."""
+    told = threading.Event()
+    monkeypatch.setattr(_Told, "queued", told)
+    monkeypatch.setattr(lockstep_module, "HookThreads", _Told)
+    (item_id,) = discovered(store, 1)
+    lockstep = Lockstep(store, 1, 1, {"auto": None})
+    returned = threading.Event()
+    outcomes: dict[str, object] = {}
+
+    def plain() -> str:
+        time.sleep(0.3)  # past its 0.1 s
+        returned.set()
+        return "late"
+
+    async def waits() -> str:
+        await asyncio.sleep(0.3)
+        returned.set()
+        return "late"
+
+    def body(item_id: str) -> None:
+        try:
+            outcomes[item_id] = lockstep.runner.run(plain if kind == "plain" else waits, (), 0.1)[0]
+        except HookTimeout:
+            outcomes[item_id] = "timed out"
+
+    started(lockstep, store, [item_id], body)
+    lockstep.pump(wait=False)  # the hook starts; the driver (this thread) is then busy
+    assert returned.wait(DEADLINE)
+    if kind == "plain":
+        assert told.wait(DEADLINE)  # its end is queued before the driver looks again
+    else:  # the loop's thread lets the place go, then queues the end at once
+        end = time.monotonic() + DEADLINE
+        while lockstep.places.held:
+            assert time.monotonic() < end
+            time.sleep(0.01)
+        time.sleep(0.2)
+    run_until(lockstep, lambda: item_id in outcomes, "the hook's end handled")
+    assert outcomes == {item_id: "timed out"}
+    lockstep.drain()

@@ -85,7 +85,14 @@ def start_in_lockstep(worker: Worker, now: datetime, lockstep: Lockstep) -> bool
     claimed = claim_room(worker, now, lockstep.room(list(worker.leases)))
     for item, reads in claimed:
         worker.counted("claims")
-        lockstep.start(item, partial(worker.process, item, reads, LeaseHolder(item)))
+        holder = LeaseHolder(item)
+        if worker.renew:  # from the claim on: the driver may be busy before the item first runs
+            worker.renewer.hold(holder, worker.leases[item.automation])
+        try:
+            lockstep.start(item, partial(worker.process, item, reads, holder))
+        except BaseException:
+            worker.renewer.release(holder)
+            raise
     busy = bool(claimed) or lockstep.in_flight > 0  # (the pump may end every item in flight)
     lockstep.pump(wait=not claimed)
     return busy

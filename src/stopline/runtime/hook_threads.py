@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -21,7 +22,7 @@ class Call:
     """One plain hook call on a hook thread; its ``ticket`` is put on the driver's queue when
     it ends."""
 
-    __slots__ = ("args", "ended", "error", "function", "result", "ticket")
+    __slots__ = ("args", "ended", "ended_at", "error", "function", "result", "ticket")
 
     def __init__(
         self,
@@ -32,6 +33,7 @@ class Call:
     ) -> None:
         self.function, self.args, self.ticket = function, args, ticket
         self.ended = ended  # called on the hook's thread once the call returned
+        self.ended_at = math.inf  # ``time.monotonic()`` when it returned, on its own thread
         self.result: Any = None
         self.error: BaseException | None = None
 
@@ -66,6 +68,7 @@ class HookThreads:
                 call.result = call.function(*call.args)
             except BaseException as error:  # a hook's SystemExit is its failure, not ours
                 call.error = error
+            call.ended_at = time.monotonic()  # not when the driver sees it: it may be busy
             ticket, ended = call.ticket, call.ended
             del call  # an abandoned hook's answer is not kept alive by this thread
             with self._lock:
@@ -121,11 +124,22 @@ class Waiting:
     """An item's greenlet waiting for a hook: queued for a place first (a hook's call), then
     running until ``deadline`` (``time.monotonic``)."""
 
-    __slots__ = ("call", "deadline", "failed", "future", "glet", "left", "loop", "placed")
+    __slots__ = (
+        "call",
+        "deadline",
+        "ended_at",
+        "failed",
+        "future",
+        "glet",
+        "left",
+        "loop",
+        "placed",
+    )
 
     def __init__(self, glet: Any, placed: bool) -> None:
         self.glet = glet
         self.deadline = math.inf  # its time runs from its start
+        self.ended_at = math.inf  # an ``async`` hook's end, stamped by its event loop's thread
         self.placed = placed  # holds one of the places for hooks once it starts
         self.left = False  # its place let go (when it ended or ran out of time)
         self.call: Call | None = None

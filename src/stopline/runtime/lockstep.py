@@ -259,6 +259,11 @@ class Lockstep:
         waiting = self._waiting.pop(ticket, None)
         if waiting is None:  # timed out already: its answer is dropped
             return
+        ended_at = waiting.ended_at if waiting.call is None else waiting.call.ended_at
+        if ended_at > waiting.deadline:  # it ended past its time while the driver was busy
+            self._ready.append((waiting.glet, HookTimeout(), True))  # dropped, as a timeout
+            self._leave(waiting)
+            return
         answer: tuple[Any, BaseException | None]
         if waiting.failed is not None:
             answer = (None, waiting.failed)
@@ -318,6 +323,7 @@ class Lockstep:
             self._threads.submit(call)
         except BaseException as error:  # no thread to run it: that is its answer
             call.error = error
+            call.ended_at = time.monotonic()
             self._leave(waiting)
             self._ended.put(call.ticket)
 
@@ -325,6 +331,7 @@ class Lockstep:
         waiting.deadline = time.monotonic() + timeout
 
         def ended(_: object) -> None:
+            waiting.ended_at = time.monotonic()  # on the loop's thread, not the driver's
             self._leave(waiting)
             self._ended.put(ticket)
 
