@@ -96,13 +96,13 @@ def hash_us(doc: dict[str, Any], n: int = 20000) -> float:
     return 1e6 * (time.process_time() - start) / n
 
 
-def group_write_us(dsn: str, rounds: int) -> float:
+def group_write_us(url: str, rounds: int) -> float:
     """Client CPU per decision of ``rounds`` groups of 50, each decision three rows."""
     import psycopg
 
     item, event = _documents()
     ids = [f"it{i}" for i in range(GROUP)]
-    with psycopg.connect(dsn) as conn:
+    with psycopg.connect(url) as conn:
         conn.execute(
             "CREATE TABLE items (id text PRIMARY KEY, state text, version int, seq int,"
             " head text, data text, lease_token bigint)"
@@ -170,9 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     item, event = _documents()
     seal, body = hash_us(item), hash_us(event)
     with temp_database(args.pg_dsn, "floor") as name:
-        kv = dict(part.split("=", 1) for part in args.pg_dsn.split())
-        kv["dbname"] = name
-        write = group_write_us(" ".join(f"{k}={v}" for k, v in kv.items()), args.rounds)
+        write = group_write_us(url_for(args.pg_dsn, name), args.rounds)
     with temp_database(args.pg_dsn, "floor") as name:
         ours = stopline_us(url_for(args.pg_dsn, name), args.items)
     print(f"SHA-256 of an item's seal document ({len(orjson.dumps(item))} bytes): {seal:.1f} us")

@@ -13,9 +13,9 @@ does) and reads both factors off the places themselves: every time a place is ta
 go, the time and the number held are recorded (two clock readings per hook), and the area
 under that curve is the place time of the run. The number held is read just before the
 places' own lock is taken, so two threads changing it at the same moment may each count from
-the same value: the area is right to within such coincidences, a small share of the hooks. It prints, for each store and each ``ahead``:
-the rate against the ideal, the places held on average (of C), the place time per item, and
-the worker's CPU per item.
+the same value: the area is right to within such coincidences, a small share of the hooks.
+It prints, for each store and each ``ahead``: the rate against the ideal, the places held on
+average (of C), the place time per item, and the worker's CPU per item.
 
     bench/.venv/bin/python bench/io_places.py                      # C = 50, ahead 12 and 50
     bench/.venv/bin/python bench/io_places.py --concurrency 10 --ahead 2 --items 1000
@@ -50,7 +50,6 @@ class PlaceLog:
         self.area = 0.0  # place-seconds
         self.last: float | None = None
         self.first: float | None = None
-        self.hooks = 0
 
     def mark(self, held: int) -> None:
         """Called just before ``held`` changes: the area up to now, at the old value."""
@@ -80,7 +79,6 @@ def _child(
     enter, leave = hook_threads.Places.enter, hook_threads.Places.leave
 
     def logged_enter(self: Any, start: Any) -> None:
-        log.hooks += 1
         if self.held < self.size:  # takes a place now (else it queues: no change)
             log.mark(self.held)
         enter(self, start)
@@ -110,7 +108,7 @@ def _child(
     worker.close()
     store.close()
     span = (log.last or 0.0) - (log.first or 0.0)
-    out.put((seconds, cpu, log.area, span, log.hooks))
+    out.put((seconds, cpu, log.area, span))
 
 
 def measure(
@@ -123,7 +121,7 @@ def measure(
     out = ctx.Queue()
     proc = ctx.Process(target=_child, args=(url, n, concurrency, ahead, no_wait, switch, out))
     proc.start()
-    seconds, cpu, area, span, hooks = out.get(timeout=600)
+    seconds, cpu, area, span = out.get(timeout=600)
     proc.join(30)
     return {
         "rate": n / seconds,
@@ -131,7 +129,6 @@ def measure(
         "held": area / span if span else 0.0,
         "place_ms_per_item": 1000 * area / n,
         "cpu_ms_per_item": 1000 * cpu / n,
-        "hooks_per_item": hooks / n,
     }
 
 

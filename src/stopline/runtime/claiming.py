@@ -10,7 +10,8 @@ thread, its lease renewed from the claim on, and is run by this worker whatever 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING
@@ -61,14 +62,8 @@ def start_what_fits(worker: Worker, now: datetime, slots: Slots) -> bool:
     claimed = claim_room(worker, now, slots.room(list(worker.leases)))
     for item, reads in claimed:
         worker.counted("claims")
-        holder = LeaseHolder(item)
-        if worker.renew:  # from the claim on: the item may wait for a step thread
-            worker.renewer.hold(holder, worker.leases[item.automation])
-        try:
+        with _renewed_from_claim(worker, item) as holder:
             slots.start(item, reads, holder)
-        except BaseException:
-            worker.renewer.release(holder)
-            raise
     if claimed:
         return True
     if slots.in_flight:
@@ -85,14 +80,23 @@ def start_in_lockstep(worker: Worker, now: datetime, lockstep: Lockstep) -> bool
     claimed = claim_room(worker, now, lockstep.room(list(worker.leases)))
     for item, reads in claimed:
         worker.counted("claims")
-        holder = LeaseHolder(item)
-        if worker.renew:  # from the claim on: the driver may be busy before the item first runs
-            worker.renewer.hold(holder, worker.leases[item.automation])
-        try:
+        with _renewed_from_claim(worker, item) as holder:
             lockstep.start(item, partial(worker.process, item, reads, holder))
-        except BaseException:
-            worker.renewer.release(holder)
-            raise
     busy = bool(claimed) or lockstep.in_flight > 0  # (the pump may end every item in flight)
     lockstep.pump(wait=not claimed)
     return busy
+
+
+@contextmanager
+def _renewed_from_claim(worker: Worker, item: Item) -> Iterator[LeaseHolder]:
+    """The claim's holder, its lease renewed from now on (the item may wait for a step thread,
+    or for a driver busy with other items, before it first runs); let go if the block raises,
+    else by the item's steps once they end."""
+    holder = LeaseHolder(item)
+    if worker.renew:
+        worker.renewer.hold(holder, worker.leases[item.automation])
+    try:
+        yield holder
+    except BaseException:
+        worker.renewer.release(holder)
+        raise

@@ -248,9 +248,14 @@ class Lockstep:
                 del self._waiting[ticket]
                 if waiting.future is not None:
                     waiting.future.cancel()
-                self._ready.append((waiting.glet, HookTimeout(), True))
-                self._leave(waiting)
+                self._time_out(waiting)
         return bool(self._ready)
+
+    def _time_out(self, waiting: Waiting) -> None:
+        """``waiting``'s hook ran past its time: its item gets :class:`HookTimeout`, never
+        the answer, and its place goes on."""
+        self._ready.append((waiting.glet, HookTimeout(), True))
+        self._leave(waiting)
 
     def _answer(self, ticket: int | Job) -> None:
         if isinstance(ticket, Job):
@@ -261,8 +266,7 @@ class Lockstep:
             return
         ended_at = waiting.ended_at if waiting.call is None else waiting.call.ended_at
         if ended_at > waiting.deadline:  # it ended past its time while the driver was busy
-            self._ready.append((waiting.glet, HookTimeout(), True))  # dropped, as a timeout
-            self._leave(waiting)
+            self._time_out(waiting)
             return
         answer: tuple[Any, BaseException | None]
         if waiting.failed is not None:
