@@ -252,8 +252,7 @@ class Lockstep:
         return bool(self._ready)
 
     def _time_out(self, waiting: Waiting) -> None:
-        """``waiting``'s hook ran past its time: its item gets :class:`HookTimeout`, never
-        the answer, and its place goes on."""
+        """``waiting``'s hook ran past its time: :class:`HookTimeout`, and its place goes on."""
         self._ready.append((waiting.glet, HookTimeout(), True))
         self._leave(waiting)
 
@@ -261,13 +260,11 @@ class Lockstep:
         if isinstance(ticket, Job):
             self._finished(ticket)
             return
-        waiting = self._waiting.pop(ticket, None)
-        if waiting is None:  # timed out already: its answer is dropped
+        if (waiting := self._waiting.pop(ticket, None)) is None:  # timed out already: dropped
             return
         ended_at = waiting.ended_at if waiting.call is None else waiting.call.ended_at
         if ended_at > waiting.deadline:  # it ended past its time while the driver was busy
-            self._time_out(waiting)
-            return
+            return self._time_out(waiting)
         answer: tuple[Any, BaseException | None]
         if waiting.failed is not None:
             answer = (None, waiting.failed)
