@@ -177,6 +177,7 @@ def parse_json(text: str, label: str) -> tuple[Any, list[str]]:
 
 
 ABSENT: Any = object()
+MAX_INT_DIGITS = 30  # far past any bound a field keeps, and far short of int()'s own limit
 
 
 def from_text(field: Field, texts: Sequence[str], label: str = "") -> tuple[Any, list[str]]:
@@ -191,10 +192,11 @@ def from_text(field: Field, texts: Sequence[str], label: str = "") -> tuple[Any,
     if field.type in (Type.INT, Type.OBJECT) and not last.strip():
         return ABSENT, []
     if field.type is Type.INT:
-        try:
-            return int(last), []
-        except ValueError:
+        # ASCII digits with an optional sign: int() also reads "1_0", " 3 " and "\u0661"
+        digits = last.removeprefix("-")
+        if not digits.isascii() or not digits.isdigit() or len(digits) > MAX_INT_DIGITS:
             return ABSENT, [f"{name} must be an integer"]
+        return int(last), []
     if field.type is Type.OBJECT:
         value, problems = parse_json(last, name)
         return (ABSENT, problems) if problems else (value, [])

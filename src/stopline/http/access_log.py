@@ -11,6 +11,14 @@ from typing import Any
 log = logging.getLogger("stopline.http.access")
 
 
+def printable(text: str) -> str:
+    """``text`` with every character that is not printable (a newline, a terminal escape)
+    written as its escape, so a request's path cannot add a line of its own to the log."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class AccessLog:
     """Pure ASGI middleware: it sees the status the application sent, streaming or not."""
 
@@ -37,7 +45,7 @@ class AccessLog:
             log.info(
                 "%s %s %s %.1fms",
                 scope["method"],
-                scope["path"],
+                printable(scope["path"]),
                 status["code"],
                 took,
                 extra={

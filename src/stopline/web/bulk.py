@@ -19,7 +19,7 @@ from ..commands.runners import RunOptions
 from ..core.decision import Outcome
 from ..server.item_ref import ITEM_RE
 from .item import WEB_COMMANDS
-from .page import Visit, form_text, may_post, visit
+from .page import Visit, form_text, malformed, may_post, read_form, visit
 
 BULK_COMMANDS = ("acknowledge", "close")
 MAX_ITEMS = 200
@@ -63,7 +63,9 @@ def _run(v: Visit, command: str, fields: dict[str, Any], ids: list[str]) -> list
 
 async def bulk(request: Request) -> Response:
     v = await visit(request)
-    form = await request.form()
+    form, problem = await read_form(request)
+    if problem is not None:
+        return malformed(v, problem)
     refused = may_post(v, form)
     if refused is not None:
         return refused

@@ -16,6 +16,7 @@ from ..core.records import Actor
 from ..core.severity import RANK
 from ..core.severity import of as severity_of
 from ..runtime.heartbeat import LIVE_AFTER
+from ..server.item_ref import ITEM_RE
 from ..server.state import Shared
 from ..store import PageKey, StopRow
 from . import forms, listing, present, stuck
@@ -141,6 +142,8 @@ async def next_item(request: Request) -> Response:
     if problems:
         return v.redirect("/inbox")
     after = request.query_params.get("after", "")
+    if not ITEM_RE.match(after):
+        after = ""  # what cannot be an item's id is no cursor (and never reaches the database)
 
     def find() -> str | None:
         f.size = 1

@@ -21,7 +21,7 @@ from ..core.records import Actor, Event
 from ..server.item_ref import ITEM_RE
 from . import present
 from .inbox import filters, query_string
-from .page import Visit, may_post, visit
+from .page import Visit, malformed, may_post, read_form, visit
 
 WEB_COMMANDS = {entry.name: entry for entry in exposed(Shell.WEB)}
 
@@ -103,10 +103,12 @@ def form_values(entry: Entry, form: FormData) -> tuple[dict[str, Any], list[str]
 async def act(request: Request) -> Response:
     v = await visit(request)
     entry = WEB_COMMANDS.get(request.path_params["command"])
-    form = await request.form()
+    form, problem = await read_form(request)
     ref = request.path_params["item"]
     if entry is None or not ITEM_RE.match(ref):
         return v.message(404, "No such action", "This page has no such action.")
+    if problem is not None:
+        return malformed(v, problem)
     refused = may_post(v, form)
     if refused is not None:
         return refused

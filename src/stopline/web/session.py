@@ -87,9 +87,10 @@ def proxy_actor(request: Request, s: Shared) -> Actor | None:
     header = s.settings.trust_proxy_header
     if not header:
         return None
-    name = request.headers.get(header)
-    if not name:
-        return None
+    names = request.headers.getlist(header)
+    if len(names) != 1 or not names[0]:
+        return None  # sent twice (a proxy that adds its header to the client's): nobody
+    name = names[0]
     # the registry chain's actors (in signed mode the certified ones), never the tables'
     return s.controller.active_actor(name.strip())
 

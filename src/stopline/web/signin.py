@@ -6,7 +6,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from .page import form_text, visit
+from .page import form_text, malformed, read_form, visit
 from .session import Session, csrf_ok, signed_in
 
 
@@ -21,7 +21,9 @@ async def signin_page(request: Request) -> Response:
 
 async def signin(request: Request) -> Response:
     v = await visit(request)
-    form = await request.form()
+    form, problem = await read_form(request)
+    if problem is not None:
+        return malformed(v, problem)
     if not csrf_ok(v.s, v.session, form_text(form, "csrf")):
         return v.message(
             403, "Form expired", "The form was not sent by this page. Nothing was done."
@@ -36,7 +38,9 @@ async def signin(request: Request) -> Response:
 
 async def signout(request: Request) -> Response:
     v = await visit(request)
-    form = await request.form()
+    form, problem = await read_form(request)
+    if problem is not None:
+        return malformed(v, problem)
     if not csrf_ok(v.s, v.session, form_text(form, "csrf")):
         return v.message(
             403, "Form expired", "The form was not sent by this page. Nothing was done."
