@@ -556,6 +556,22 @@ def test_reconcile_rebinds_a_found_object_and_the_revision_completes(h: Harness)
     assert binds == [("a", "create"), ("b", "create"), ("a", "update")]  # no new object
 
 
+def test_reconcile_never_swaps_a_bound_identity(h: Harness) -> None:
+    """A failed revision keeps every remote identity: a found object other than the bound one
+    (here of an artifact out of the scope, which the gate does not read) is not bound, even
+    holding the artifact's content; the bound one is, as before."""
+    completed(h)
+    h.revise("a")
+    revised(h, A2)
+    gate(h, {"a": Observed(None)})
+    before = h.it
+    elsewhere = Reconcile("olivia", "b", Observed(B1.content_hash, "v7"), remote_id="elsewhere")
+    d = h.refused(elsewhere, "not_an_update")
+    assert unchanged(before, d)
+    h.ok(Reconcile("olivia", "b", Observed(B1.content_hash, "v7"), remote_id=rid("b")))
+    assert record(h, "b")["remote_id"] == rid("b")
+
+
 def test_reconciling_the_old_content_requires_a_new_update(h: Harness) -> None:
     """After reconciling an object with the superseded content, the update must be made again."""
     completed(h)

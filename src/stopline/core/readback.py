@@ -63,6 +63,15 @@ def _compare(
             record["readback_hash"] = seen.readback_hash
             if seen.version:
                 record["remote_version"] = seen.version
+        # one object read back for two artifacts is no evidence of the other's delivery, and
+        # an update of the one would rewrite the other's object
+        remote_id = record.get("remote_id")
+        shared = sorted(
+            k for k, a in artifacts.items() if k != key and a.get("remote_id") == remote_id
+        )
+        if remote_id and shared:
+            reasons.append(Reason.READBACK_MISMATCH)
+            mismatches[key] = {**mismatches.get(key, {}), "shared_with": shared}
     return list(dict.fromkeys(reasons)), mismatches
 
 

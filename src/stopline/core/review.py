@@ -100,6 +100,8 @@ def decide_reconcile(item: Item, command: Reconcile, ctx: Context) -> Decision:
         old = (revision.get("superseded") or {}).get(command.key, {})
         if command.found.readback_hash not in (record["content_hash"], old.get("content_hash")):
             reasons.append(Reason.READBACK_MISMATCH)
+        if item.state is State.REVISION_FAILED and command.remote_id != record["remote_id"]:
+            reasons.append(Reason.NOT_AN_UPDATE)  # a revision keeps every remote identity
     if reasons:
         return refused(item, reasons)
     assert record is not None and command.found is not None

@@ -80,6 +80,13 @@ REMOTE_FAILURES: tuple[tuple[type[Exception], str], ...] = (
 )
 
 
+# What each target call answers: a create, an update and a find a reference (a find ``None``
+# when there is none), a read a read-back whose assets are fingerprints.
+Answer = type | tuple[type, ...]
+FOUND = (RemoteRef, type(None))
+FINGERPRINT = frozenset({"name", "media_type", "sha256"})
+
+
 class RemoteFailed(Exception):
     """A target call failed; ``failure_class`` is what it records."""
 
@@ -89,14 +96,15 @@ class RemoteFailed(Exception):
         self.message = message
 
 
-def remote(step: Step, call: Callable[..., T], *args: Any) -> T:
+def remote(step: Step, call: Callable[..., T], *args: Any, answers: Answer) -> T:
     """Make one target call within the automation's ``hook_timeout`` (a target is code the
-    automation brings, as its hooks are); whatever it raises becomes :class:`RemoteFailed`,
-    and a call past its time is ``outcome_unknown``: it may yet take effect, so the next
-    attempt looks for the object by its idempotency key before it creates anything."""
+    automation brings, as its hooks are); whatever it raises, or an answer not of the kind
+    ``answers`` names, becomes :class:`RemoteFailed`, and a call past its time is
+    ``outcome_unknown``: it may yet take effect, so the next attempt looks for the object by
+    its idempotency key before it creates anything."""
     limit = step.automation.hook_timeout
     try:
-        result, error = step.worker.hook_runner().run(_answered(call), args, limit)
+        result, error = step.worker.hook_runner().run(_answered(call, answers), args, limit)
     except HookTimeout:
         name = getattr(call, "__name__", "call")
         why = f"the target's {name} did not answer within {limit:g} s; it may yet take effect"
@@ -108,13 +116,13 @@ def remote(step: Step, call: Callable[..., T], *args: Any) -> T:
     return result  # type: ignore[no-any-return]
 
 
-def _answered(call: Callable[..., T]) -> Callable[..., T]:
-    """``call``, with what it raised described and what it returned copied within its time
-    (the target's own ``__str__`` and attributes are its code)."""
+def _answered(call: Callable[..., T], answers: Answer) -> Callable[..., T]:
+    """``call``, with what it raised described and what it returned checked and copied within
+    its time (the target's own ``__str__`` and attributes are its code)."""
 
     def answered(*args: Any) -> T:
         try:
-            return exact(call(*args))
+            return exact(call(*args), answers)
         except Exception as error:
             kind = next((c for t, c in REMOTE_FAILURES if isinstance(error, t)), None)
             raise RemoteFailed(kind or type(error).__name__, describe(error)) from error
@@ -122,13 +130,18 @@ def _answered(call: Callable[..., T]) -> Callable[..., T]:
     return answered
 
 
-def exact(value: T) -> T:
+def exact(value: T, answers: Answer | None = None) -> T:
     """A target's answer as the exact types the driver reads (a reference, a read-back, a
-    publication signal); anything else as it is."""
+    publication signal); anything else as it is. With ``answers``, an answer of another kind
+    (or a read-back asset that is not a fingerprint) raises ``TypeError``."""
+    if answers is not None and not isinstance(value, answers):
+        raise TypeError(f"the target answered {type(value).__name__}, not {_kinds(answers)}")
     if isinstance(value, RemoteRef):
         return RemoteRef(str.__str__(value.remote_id), str.__str__(value.version))  # type: ignore[return-value]
     if isinstance(value, Readback):
         assets = tuple({str.__str__(k): str.__str__(v) for k, v in a.items()} for a in value.assets)
+        if any(set(a) != FINGERPRINT for a in assets):
+            raise TypeError("the target read back an asset that is not name, media_type, sha256")
         return Readback(  # type: ignore[return-value]
             str.__str__(value.remote_id),
             str.__str__(value.version),
@@ -138,6 +151,11 @@ def exact(value: T) -> T:
             assets,
         )
     return value
+
+
+def _kinds(answers: Answer) -> str:
+    kinds = answers if isinstance(answers, tuple) else (answers,)
+    return " or ".join("None" if k is type(None) else k.__name__ for k in kinds)
 
 
 # --- the steps ------------------------------------------------------------------------------
@@ -279,7 +297,7 @@ def _write(step: Step, planned: NextWrite, bound: str) -> bool:
     key = planned.key
     if planned.operation == CREATE:
         if planned.look_first:  # the earlier attempt may have created it: find it by its key
-            found = remote(step, target.find, planned.idempotency_key)
+            found = remote(step, target.find, planned.idempotency_key, answers=FOUND)
             if found is not None:
                 return _bind(step, key, "found", found.remote_id, found.version, bound)
         elif not _intent(step, planned):
@@ -287,13 +305,13 @@ def _write(step: Step, planned: NextWrite, bound: str) -> bool:
         if not step.guard():
             return False
         step.crash_point("before_create")
-        created = remote(step, target.create, artifact, planned.idempotency_key)
+        created = remote(step, target.create, artifact, planned.idempotency_key, answers=RemoteRef)
         step.crash_point("after_create")
         return _bind(step, key, "create", created.remote_id, created.version, bound)
     assert planned.remote_id is not None
     reference = RemoteRef(planned.remote_id, planned.remote_version)
     if planned.look_first:  # the earlier update may have landed: read it first
-        seen = remote(step, target.read, reference.remote_id)
+        seen = remote(step, target.read, reference.remote_id, answers=Readback)
         if seen.readback_hash == artifact.content_hash:
             return _bind(step, key, "update", reference.remote_id, seen.version, bound)
     elif not _intent(step, planned):
@@ -301,7 +319,7 @@ def _write(step: Step, planned: NextWrite, bound: str) -> bool:
     if not step.guard():
         return False
     step.crash_point("before_update")
-    updated = remote(step, target.update, reference, artifact)
+    updated = remote(step, target.update, reference, artifact, answers=RemoteRef)
     step.crash_point("after_update")
     return _bind(step, key, "update", updated.remote_id, updated.version, bound)
 
@@ -348,7 +366,7 @@ def _read_all(step: Step, keys: list[str]) -> dict[str, Observed] | None:
     for key in keys:
         record = records[key]
         try:
-            back = remote(step, target.read, record["remote_id"])
+            back = remote(step, target.read, record["remote_id"], answers=Readback)
         except RemoteFailed as failed:
             if failed.failure_class == REMOTE_IDENTITY_MISSING:
                 seen[key] = Observed(None)  # evidence for the core, not a failed read
