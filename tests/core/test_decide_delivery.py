@@ -125,6 +125,18 @@ def test_intent_and_bind_guards(h: Harness) -> None:
         Bind("w2", h.it.lease_token, key="a", operation="create", remote_id="r", remote_version=""),
         "lease_lost",
     )
+    for remote_id, version in (("a\x00b", "1"), ("x" * 2049, "1"), ("\ud800", "1"), ("r", "\n")):
+        h.refused(
+            Bind(
+                **h.lease(),
+                key="a",
+                operation="create",
+                remote_id=remote_id,
+                remote_version=version,
+            ),
+            "invalid_input",
+        )
+    h.ok(Bind(**h.lease(), key="a", operation="create", remote_id="r" * 2048, remote_version=""))
 
 
 def test_delivered_needs_every_artifact_bound(h: Harness) -> None:

@@ -72,3 +72,32 @@ def test_an_answer_of_the_wrong_kind_stops_the_item_for_a_person(
     assert item.state.value == "exception", item.state
     assert item.lease_owner is None
     assert "TypeError" in str(store.history(item.id)[-1].detail)
+
+
+class AnswersId(DirectoryTarget):
+    """Creates the object, then answers ``remote_id`` for it (an id no record may hold)."""
+
+    remote_id = ""
+
+    def create(self, artifact: Artifact, idempotency_key: str) -> RemoteRef:
+        made = super().create(artifact, idempotency_key)
+        return RemoteRef(self.remote_id, made.version)
+
+
+@pytest.mark.parametrize(
+    "remote_id",
+    ["", "a\x00b", "line\nbreak", "x" * 2049, "\ud800"],
+    ids=["empty", "nul", "newline", "too-long", "lone-surrogate"],
+)
+def test_an_id_no_record_may_hold_stops_the_item_at_once(
+    store: Store, tmp_path: Path, remote_id: str
+) -> None:
+    """Before, the bind was refused and nothing recorded: the item went round by expired
+    leases until its attempts were spent. A longer id than any path was stored as given."""
+    target = AnswersId(tmp_path / "out")
+    target.remote_id = remote_id
+    automation = notice_automation(target, retry=RetryPolicy(max_attempts=5, base_delay=0.0))
+    item = drained(store, automation)
+    assert item.state.value == "exception", item.state
+    assert item.attempts == 1  # stopped by the first answer, not by spent attempts
+    assert "id or version" in str(store.history(item.id)[-1].detail)

@@ -11,6 +11,27 @@ from .canonical import digest
 from .commands import QAResult
 from .records import Item
 
+MAX_REMOTE_TEXT = 2048  # characters of a remote id or version: a path or URL, never a document
+
+
+def remote_text_problem(text: object, *, empty_ok: bool = False) -> str | None:
+    """Why ``text`` cannot be a remote identity (or, ``empty_ok``, its version) as a target
+    answered it; ``None`` when it can. An id names one object: printable text of a bounded
+    length, which the records and every database keep exactly."""
+    if not isinstance(text, str):
+        return f"is {type(text).__name__}, not text"
+    if not text and not empty_ok:
+        return "is empty"
+    if len(text) > MAX_REMOTE_TEXT:
+        return f"is longer than {MAX_REMOTE_TEXT} characters"
+    if not text.isprintable():
+        return "holds a character that is not printable (a control character, NUL or a newline)"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not Unicode text (a lone surrogate)"
+    return None
+
 
 def artifacts_of(item: Item) -> dict[str, dict[str, Any]]:
     return {a["key"]: dict(a) for a in item.doc("artifacts") or ()}

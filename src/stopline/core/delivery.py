@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .artifact_records import artifacts_of, listed
+from .artifact_records import artifacts_of, listed, remote_text_problem
 from .canonical import format_time
 from .commands import Bind, Delivered, Intent
 from .decision import Decision, refused
@@ -78,7 +78,9 @@ def decide_bind(item: Item, command: Bind, ctx: Context) -> Decision:
         command.operation != "update" or command.remote_id != record["remote_id"]
     ):
         reasons.append(Reason.NOT_AN_UPDATE)
-    if not command.remote_id:
+    if remote_text_problem(command.remote_id) or remote_text_problem(
+        command.remote_version, empty_ok=True
+    ):
         reasons.append(Reason.INVALID_INPUT)
     if reasons:
         return refused(item, reasons)

@@ -3,7 +3,7 @@ and binding an object found by its key (``reconcile``, which never creates)."""
 
 from __future__ import annotations
 
-from .artifact_records import artifacts_of, listed
+from .artifact_records import artifacts_of, listed, remote_text_problem
 from .canonical import format_time
 from .commands import Publish, Reconcile, Review
 from .decision import Decision, refused, zero_write
@@ -95,6 +95,10 @@ def decide_reconcile(item: Item, command: Reconcile, ctx: Context) -> Decision:
         pass  # refused before any lookup: what was (not) found is not a reason here
     elif command.found is None or command.found.readback_hash is None or not command.remote_id:
         reasons.append(Reason.REMOTE_IDENTITY_MISSING)
+    elif remote_text_problem(command.remote_id) or remote_text_problem(
+        command.found.version, empty_ok=True
+    ):
+        reasons.append(Reason.INVALID_INPUT)
     else:
         revision = item.doc("revision") or {}
         old = (revision.get("superseded") or {}).get(command.key, {})

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..core.artifact_records import remote_text_problem
 from ..core.artifacts import Artifact, Readback, field_diff
 from ..core.commands import (
     Bind,
@@ -137,9 +138,12 @@ def exact(value: T, answers: Answer | None = None) -> T:
     if answers is not None and not isinstance(value, answers):
         raise TypeError(f"the target answered {type(value).__name__}, not {_kinds(answers)}")
     if isinstance(value, RemoteRef):
-        return RemoteRef(str.__str__(value.remote_id), str.__str__(value.version))  # type: ignore[return-value]
+        ref = RemoteRef(str.__str__(value.remote_id), str.__str__(value.version))
+        _identity(ref.remote_id, ref.version, answers)
+        return ref  # type: ignore[return-value]
     if isinstance(value, Readback):
         assets = tuple({str.__str__(k): str.__str__(v) for k, v in a.items()} for a in value.assets)
+        _identity(str.__str__(value.remote_id), str.__str__(value.version), answers)
         if any(set(a) != FINGERPRINT for a in assets):
             raise TypeError("the target read back an asset that is not name, media_type, sha256")
         return Readback(  # type: ignore[return-value]
@@ -151,6 +155,14 @@ def exact(value: T, answers: Answer | None = None) -> T:
             assets,
         )
     return value
+
+
+def _identity(remote_id: str, version: str, answers: Answer | None) -> None:
+    """With ``answers``: an id or version no record may hold raises ``TypeError`` (recorded as
+    the target's failure: the item stops for a person, where a refused bind would not)."""
+    problem = remote_text_problem(remote_id) or remote_text_problem(version, empty_ok=True)
+    if answers is not None and problem:
+        raise TypeError(f"the target answered an id or version that {problem}")
 
 
 def _kinds(answers: Answer) -> str:
