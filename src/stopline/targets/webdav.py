@@ -51,6 +51,7 @@ import binascii
 import contextlib
 import json
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -60,6 +61,9 @@ from ..core.artifacts import Artifact, Readback
 from ..core.canonical import sha256_bytes
 from .base import OutcomeUnknown, RemoteMissing, RemoteRef, TargetError, VersionConflict
 from .directory import SLUG_PATTERN, key_slug
+
+MAX_RESPONSE_BYTES = 16 << 20  # an object's document is within 1 MiB of canonical JSON
+TOTAL_SECONDS = 60.0
 
 _RESOURCE_RE = re.compile(rf"({SLUG_PATTERN})\.json")
 _MISSING = (404, 410)
@@ -145,10 +149,16 @@ class WebDAVTarget:
         *,
         lock_seconds: int = 60,
         trust_env: bool = True,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
+        total_seconds: float = TOTAL_SECONDS,
     ) -> None:
+        """``timeout``: each connect, read and write; ``total_seconds`` and
+        ``max_response_bytes`` (decoded): the most one request's answer may take."""
         self.name = name
         self.base_url = base_url.rstrip("/") + "/"
         self._lock_seconds = lock_seconds
+        self._max_bytes = max_response_bytes
+        self._total = total_seconds
         self._client = httpx.Client(
             timeout=timeout, auth=auth, trust_env=trust_env, follow_redirects=False
         )
@@ -184,13 +194,33 @@ class WebDAVTarget:
     ) -> httpx.Response:
         """One request; ``changes`` says whether it can alter the server (for error mapping)."""
         try:
-            return self._client.request(method, url, headers=headers, content=content)
+            return self._bounded(method, url, headers, content)
         except _NOT_SENT as exc:
             raise TargetError(f"{self.name}: {method} {url} not sent: {exc!r}") from exc
         except httpx.TransportError as exc:
             if changes:
                 raise OutcomeUnknown(f"{self.name}: {method} {url}: {exc!r}") from exc
             raise TargetError(f"{self.name}: {method} {url}: {exc!r}") from exc
+
+    def _bounded(
+        self, method: str, url: str, headers: Mapping[str, str] | None, content: bytes | None
+    ) -> httpx.Response:
+        """The answer, cut off past ``max_response_bytes`` or ``total_seconds`` (a server
+        sending without end, or a byte at a time, each within the read timeout)."""
+        deadline = time.monotonic() + self._total
+        with self._client.stream(method, url, headers=headers, content=content) as response:
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > self._max_bytes:
+                    raise httpx.ReadError(f"answer longer than {self._max_bytes} bytes")
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout(f"answer not read within {self._total:g} s")
+        kept = httpx.Headers(response.headers)
+        kept.pop("content-encoding", None)  # the body as read is decoded already
+        return httpx.Response(
+            response.status_code, headers=kept, content=bytes(body), request=response.request
+        )
 
     def _fail(self, response: httpx.Response) -> TargetError:
         request = response.request
