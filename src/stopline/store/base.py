@@ -26,6 +26,7 @@ from .insights import SQLInsights
 from .leases import SQLLeases
 from .outbox import SQLOutbox
 from .queries import load, migrations
+from .signouts import SQLSignOuts
 
 
 class SQLStore(SQLLeases):
@@ -38,6 +39,7 @@ class SQLStore(SQLLeases):
         self.insights = SQLInsights(self)  # the ports beside the items-and-events protocol
         self.outbox = SQLOutbox(self)
         self.heartbeats = SQLHeartbeats(self)
+        self.signouts = SQLSignOuts(self)
         self.documents = DocumentCache()
         self._event_memo = {}
         self._data_memo = {}

@@ -20,6 +20,7 @@ from ..core.registry import Registry
 from .heartbeats import Heartbeats
 from .insights import Insights
 from .outbox import Outbox
+from .signouts import SignOuts
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,11 @@ class Store(Protocol):
     @property
     def heartbeats(self) -> Heartbeats:
         """Worker heartbeats."""
+        ...
+
+    @property
+    def signouts(self) -> SignOuts:
+        """Web inbox sessions that were signed out."""
         ...
 
     # schema

@@ -60,13 +60,13 @@ class Visit:
 
 async def visit(request: Request) -> Visit:
     s = shared(request)
-    session = load(request, s)
 
-    def who() -> tuple[Actor | None, str, bool]:
+    def who() -> tuple[Session, Actor | None, str, bool]:
+        session = load(request, s)  # reads the store: a session signed out is a new one
         actor, via = identity(request, s, session)
-        return actor, via, actor is not None and s.may_command(actor)
+        return session, actor, via, actor is not None and s.may_command(actor)
 
-    actor, via, may = await run_in_threadpool(who)
+    session, actor, via, may = await run_in_threadpool(who)
     return Visit(request, s, session, actor, via, may)
 
 

@@ -3,14 +3,18 @@
 The cookie (HttpOnly, SameSite=Strict) holds a random session id and, once signed in, the
 hash of the token used (never the token). Every request re-checks that hash against the
 registry chain, as the API checks a token, so a revoked token or actor ends its sessions at
-once. With ``STOPLINE_TRUST_PROXY_HEADER`` set, a request carrying that header is the actor
-it names (as the chain records it).
+once. Signing out records the session as ended in the store (a hash of its id), and every
+request of a signed-in session asks the store, so a copy of the cookie is signed out in every
+server process on the database, before and after a restart. With
+``STOPLINE_TRUST_PROXY_HEADER`` set, a request carrying that header is the actor it names (as
+the chain records it).
 """
 
 from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 
 from itsdangerous import BadSignature
 from starlette.requests import Request
@@ -23,6 +27,9 @@ from ..server.state import Shared
 COOKIE = "stopline_session"
 MAX_AGE = 12 * 3600
 MAX_COOKIE = 4096  # a longer cookie is refused unread
+# How long a sign-out is kept: as long as the cookie can be valid, and an hour more for server
+# clocks that differ (a row past it is dropped by a later sign-out).
+ENDED_FOR = timedelta(seconds=MAX_AGE + 3600)
 
 
 @dataclass
@@ -37,8 +44,9 @@ class Session:
 
 
 def load(request: Request, s: Shared) -> Session:
-    """The session the cookie holds; a missing, tampered, expired or malformed one is a new
-    session (signed out)."""
+    """The session the cookie holds; a missing, tampered, expired, malformed or signed-out one
+    is a new session (signed out). A signed-in session costs one read of the store (whether it
+    was signed out); a store that cannot be read raises: nobody is signed in."""
     raw = request.cookies.get(COOKIE)
     if not raw or len(raw) > MAX_COOKIE or not raw.isascii():  # a signed cookie is ASCII
         return Session.new()
@@ -49,7 +57,22 @@ def load(request: Request, s: Shared) -> Session:
     if not isinstance(doc, dict) or not isinstance(doc.get("sid"), str):
         return Session.new()
     th = doc.get("th")
-    return Session(doc["sid"], th if isinstance(th, str) else None)
+    session = Session(doc["sid"], th if isinstance(th, str) else None)
+    if session.token_hash and s.store.signouts.ended(_key(session)):
+        return Session.new()  # signed out, in this process or another, before a restart or not
+    return session
+
+
+def end(s: Shared, session: Session) -> None:
+    """Record ``session`` as signed out in the store, for every server process (a store that
+    cannot be written raises: the session is not ended, and nobody may be told it is)."""
+    now = s.now()
+    s.store.signouts.end(_key(session), now + ENDED_FOR, now)
+
+
+def _key(session: Session) -> str:
+    """What the store keeps of a session: the hash of its id, never the id."""
+    return hash_token(session.sid)
 
 
 def signed_in(token: str) -> Session:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from .page import form_text, malformed, read_form, visit
-from .session import Session, csrf_ok, signed_in
+from .session import Session, csrf_ok, end, signed_in
+
+log = logging.getLogger("stopline.web")
 
 
 async def home(request: Request) -> Response:
@@ -45,5 +49,15 @@ async def signout(request: Request) -> Response:
         return v.message(
             403, "Form expired", "The form was not sent by this page. Nothing was done."
         )
+    if v.session.token_hash:
+        try:  # ended in the store: a copy of the cookie is signed out in every process too
+            await run_in_threadpool(end, v.s, v.session)
+        except Exception:
+            log.exception("a sign-out could not be recorded")
+            return v.message(
+                503,
+                "Not signed out",
+                "The sign-out could not be recorded, so this session still works. Try again.",
+            )
     v.session = Session.new()
     return v.redirect("/signin")
