@@ -14,9 +14,11 @@ import pytest
 from mcp.shared.memory import create_connected_server_and_client_session
 
 from helpers import in_thread
-from stopline.agents.answers import refusal
+from stopline.agents.answers import Answer, refusal
+from stopline.agents.desk import AgentDesk
 from stopline.agents.mcp_server import (
     MAX_TOKEN,
+    WAIT,
     build_server,
     http_app,
     run_tool,
@@ -24,8 +26,12 @@ from stopline.agents.mcp_server import (
     tools,
 )
 from stopline.commands.agent_table import AGENT_ENTRIES
+from stopline.controller import Controller
 from stopline.core.reasons import Reason
 from stopline.core.records import Actor
+from stopline.store import Store
+
+from .conftest import AGENT, AUTOMATION, AgentLab
 
 
 def test_a_tool_is_read_only_exactly_when_its_command_writes_nothing() -> None:
@@ -131,3 +137,55 @@ def test_only_an_active_agent_gets_through(actor: Actor | None, detail: str) -> 
     status, body = door.status("Bearer tok")
     assert status == 401 and detail in body["detail"]
     assert door.asked == ["tok"]
+
+
+class Waiting(AgentDesk):
+    """A desk that says when a wait has begun reading (from its worker thread)."""
+
+    def __init__(self, store: Store, began: anyio.Event) -> None:
+        super().__init__(store, AGENT)
+        self.began = began
+
+    def wait(self, item: str, digest: str | None = None, timeout: int = 30) -> Answer:
+        anyio.from_thread.run_sync(self.began.set)
+        return super().wait(item, digest, timeout)
+
+
+def test_a_waiting_agent_holds_no_thread_another_call_needs(lab: AgentLab) -> None:
+    """With one worker thread for the tools, a wait on a proposal still leaves another call
+    free to run (over HTTP, another agent's), and answers approved once a person approves.
+    (Before, a wait slept in its thread: 40 waits held every thread for up to 300 s.)"""
+    store = lab.store()
+    made = AgentDesk(store, AGENT).propose(AUTOMATION, "k", "restart", "x", {"n": 1}, {})
+    ref, digest = made.data["ref"], made.data["digest"]
+
+    async def main() -> tuple[Any, Any]:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = 1
+        began = anyio.Event()
+        server = build_server(lambda request: Waiting(store, began))
+        waited: list[Any] = []
+        async with (
+            create_connected_server_and_client_session(server) as session,
+            anyio.create_task_group() as group,
+        ):
+
+            async def wait() -> None:
+                args = {"item": ref, "digest": digest, "timeout": 90}
+                waited.append(await session.call_tool(WAIT, args))
+
+            group.start_soon(wait)
+            await began.wait()
+            with anyio.fail_after(30):  # the wait holds its thread 90 s: a failure
+                read = await session.call_tool("get_item", {"item": ref})
+            decided = await anyio.to_thread.run_sync(
+                lambda: Controller(store).approve(ref, proposal=digest, actor="alice")
+            )
+            assert decided.applied
+        return read, waited[0]
+
+    try:
+        read, waited = in_thread(anyio.run, main)
+    finally:
+        store.close()
+    assert read.isError is False and read.structuredContent["state"] == "awaiting_approval"
+    assert waited.isError is False and waited.structuredContent["status"] == "approved"

@@ -3,10 +3,14 @@ SDK), over stdio or streamable HTTP.
 
 The tools are generated from the agent command table (``commands/agent_table.py``): each
 entry's name, help and JSON Schema, and the desk operation it runs. Arguments are checked by
-the same field checks every shell uses (``commands/entry.validate``); bad arguments come back
-as a tool error (``isError``) with the reason code ``invalid_input`` and nothing is written. A
-refusal is a tool error too, with its reason codes and a sentence for each. No tool, argument
-or resource approves, rejects, edits, resumes, closes or changes the registry.
+the same field checks every shell uses (``commands/entry.validate``), then held to the input
+limits of docs/records.md as one document (``core/limits.check``, as the HTTP API holds a
+body); bad arguments come back as a tool error (``isError``) with the reason code
+``invalid_input`` and nothing is written. A refusal is a tool error too, with its reason codes
+and a sentence for each. No tool, argument or resource approves, rejects, edits, resumes,
+closes or changes the registry. A tool runs in a worker thread, and ``wait_for_decision``
+waits in the event loop between two reads: a waiting agent holds no thread, so no number of
+waits keeps another agent's calls from running.
 
 Who the agent is: on stdio, the identity the server was started with (``--agent`` or
 ``STOPLINE_AGENT``), checked against the registry at start; over HTTP, the actor whose API
@@ -34,15 +38,17 @@ from starlette.types import Receive, Scope, Send
 from ..commands.agent_table import AGENT_COMMANDS, AGENT_ENTRIES
 from ..commands.entry import validate
 from ..commands.schema import body_schema
+from ..core import limits
 from ..core.reasons import Reason
 from ..core.step import AGENT
 from .answers import Answer, refusal
-from .desk import AgentDesk
+from .desk import POLL, AgentDesk
 
 log = logging.getLogger("stopline.mcp")
 
 NAME = "stopline"
 MAX_TOKEN = 512  # characters: a longer bearer token is no token of ours
+WAIT = "wait_for_decision"  # the one tool that waits: in the event loop, not in a thread
 AGENT_SCOPE_KEY = "stopline.agent"  # where the HTTP front door leaves the authenticated agent
 INSTRUCTIONS = (
     "stopline records what you propose and waits for a person. Propose with propose_action,"
@@ -71,11 +77,30 @@ def run_tool(desk: AgentDesk, name: str, arguments: Any) -> Answer:
     entry = AGENT_COMMANDS.get(name)
     if entry is None:
         return refusal([Reason.INVALID_INPUT], f"no tool is called {name!r}")
-    values, problems = validate(entry, arguments if arguments is not None else {})
+    body = arguments if arguments is not None else {}
+    values, problems = validate(entry, body)
+    if not problems:  # the input limits of docs/records.md, as the HTTP API applies to a body
+        problems = [str(v) for v in limits.check(body)]
     if problems:
         return refusal([Reason.INVALID_INPUT], *problems)
     operation: Callable[..., Answer] = getattr(desk, entry.operation)
     return operation(**values)
+
+
+async def answer_tool(desk: AgentDesk, name: str, arguments: Any) -> Answer:
+    """:func:`run_tool` in a worker thread; a wait is a read in a thread every
+    :data:`~.desk.POLL` seconds, with the sleeps in the event loop."""
+    values, problems = validate(AGENT_COMMANDS[WAIT], arguments) if name == WAIT else ({}, [])
+    if name != WAIT or problems:
+        return await anyio.to_thread.run_sync(run_tool, desk, name, arguments)
+    deadline = anyio.current_time() + values.get("timeout", 30)
+    once = {**arguments, "timeout": 0}
+    while True:
+        answer = await anyio.to_thread.run_sync(run_tool, desk, name, once)
+        left = deadline - anyio.current_time()
+        if not answer.ok or answer.data.get("status") != "waiting" or left <= 0:
+            return answer
+        await anyio.sleep(min(POLL, left))
 
 
 def tool_result(answer: Answer) -> types.CallToolResult:
@@ -107,7 +132,7 @@ def build_server(desk_for: Callable[[Any], AgentDesk | None]) -> Server[Any, Any
         if desk is None:
             return tool_result(refusal([Reason.ACTOR_NOT_AUTHORIZED], "no agent identity"))
         try:
-            answer = await anyio.to_thread.run_sync(run_tool, desk, name, arguments)
+            answer = await answer_tool(desk, name, arguments)
         except Exception as error:  # reported to the agent, logged, never swallowed
             log.exception("tool %s failed", name)
             return types.CallToolResult(
