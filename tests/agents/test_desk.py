@@ -494,3 +494,47 @@ def test_a_rejection_answers_only_while_the_item_rests_on_it(
     assert desk.needs_eyes(AUTOMATION, "k-rest", "cannot tell", "sre").ok
     assert desk.wait(ref, None, 0).data["status"] == "exception"
     assert desk.wait(ref, digest, 0).data["status"] == "exception"
+
+
+@pytest.mark.parametrize("asks_first", [True, False], ids=["begin_action", "record_outcome"])
+def test_a_retry_after_a_failure_is_checked_again(
+    opened: tuple[Store, Controller], asks_first: bool
+) -> None:
+    """The approved action failed (retryable) and its only approver lost the role before the
+    agent tries again: the retry's acting step (begin_action, asked again) is refused and the
+    item is back at awaiting_approval, as a worker's retry is; an outcome recorded without
+    asking is refused the same way, never completed."""
+    store, people = opened
+    desk = AgentDesk(store, AGENT)
+    people.add_actor("bob", ["approver"])
+    made = desk.propose(AUTOMATION, "k-retry", "restart", "x", {"n": 1}, {"seen": True})
+    ref, digest = made.data["ref"], made.data["digest"]
+    assert people.approve(ref, proposal=digest, actor="bob").applied
+    assert desk.begin(ref, digest).ok
+    failed = desk.record(ref, digest, "failed", message="timeout", retryable=True)
+    assert failed.ok and failed.data["state"] == "delivering", failed
+    people.revoke_actor("bob", "approver")
+    if asks_first:
+        again = desk.begin(ref, digest)
+    else:
+        again = desk.record(ref, digest, "done", result={"restarted": True})
+    assert not again.ok and again.data["state"] == "awaiting_approval", again
+    assert "approvals_missing" in again.reasons or "actor_not_authorized" in again.reasons
+    assert people.item(ref).state.value == "awaiting_approval"  # type: ignore[union-attr]
+
+
+def test_a_retry_whose_approval_holds_goes_ahead(opened: tuple[Store, Controller]) -> None:
+    """After a retryable failure, begin_action again answers the checked proposal (the item
+    stays delivering) and the retry's outcome completes the item; while the first go holds
+    the item, begin_action is still refused."""
+    store, people = opened
+    desk = AgentDesk(store, AGENT)
+    ref, digest = approved(desk, people, "k-retry-ok")
+    assert desk.begin(ref, digest).ok
+    assert desk.begin(ref, digest).reasons == ("illegal_transition",)
+    assert desk.record(ref, digest, "failed", message="timeout", retryable=True).ok
+    again = desk.begin(ref, digest)
+    assert again.ok and again.data["state"] == "delivering", again
+    assert again.data["proposal"]["params"] == {"n": 1}
+    done = desk.record(ref, digest, "done", result={"restarted": True})
+    assert done.ok and done.data["state"] == "completed", done

@@ -260,7 +260,9 @@ class AgentDesk(AgentSteps):
     def begin(self, item: str, digest: str) -> Answer:
         """Take the acting step of an approved proposal: the record, the registry and every
         approval are checked again (as a worker does before it acts); ``delivering`` on
-        success, held by this agent."""
+        success, held by this agent. After a retryable failure (the item delivering, held by
+        nobody) the same checks come before the agent acts again, and nothing is written
+        unless they fail."""
         if reasons := self._identity_reasons():
             return refusal(reasons)
         found, problem = self._own(item)
@@ -270,7 +272,7 @@ class AgentDesk(AgentSteps):
         policy = self.store.policy(found.automation)
         if policy is None:
             return refusal([Reason.UNKNOWN_AUTOMATION])
-        if found.state is State.DELIVERING:  # begun already: never a second go-ahead
+        if found.state is State.DELIVERING and found.lease_owner is not None:  # begun, held
             return refusal(
                 [Reason.ILLEGAL_TRANSITION],
                 "the action was begun already: record its outcome (record_outcome); it is"
@@ -280,7 +282,7 @@ class AgentDesk(AgentSteps):
         current = (found.doc("proposal") or {}).get("digest")
         if current != digest:
             return refusal([Reason.PROPOSAL_DIGEST_MISMATCH], **agent_view(found))
-        if found.state is not State.APPROVED:
+        if found.state not in (State.APPROVED, State.DELIVERING):
             return refusal([Reason.ILLEGAL_TRANSITION], **agent_view(found))
         claimed, problem = self._claim(found, policy)
         if problem is not None:
@@ -289,6 +291,8 @@ class AgentDesk(AgentSteps):
         checked = self._guard(claimed, policy)
         if checked.outcome is not Outcome.ZERO_WRITE:
             return self._answer(checked, State.DELIVERING)
+        if found.state is State.DELIVERING:  # a retry: the approval holds, act again
+            return Answer(True, {"written": False, **agent_view(found)})
         now = self.clock()
         execute = Execute(self.agent, claimed.lease_token, digest=digest)
         decision = decide(claimed, execute, Context(now, policy, self.actors(now)))
@@ -350,8 +354,8 @@ class AgentDesk(AgentSteps):
             decision = self._step(
                 found, policy, lambda t: Delivered(self.agent, t, result=result, digest=digest)
             )
-            if not decision.applied or decision.after is None:
-                return self._refused(decision)
+            if decision.state is not State.PENDING_READBACK or decision.after is None:
+                return self._answer(decision, State.PENDING_READBACK)
             found = decision.after
         decision = self._step(found, policy, lambda t: ReadBack(self.agent, t, readbacks={}))
         return self._answer(decision, State.COMPLETED)

@@ -114,14 +114,20 @@ class AgentSteps:
         if problem is not None:
             return refused(item, list(problem.reasons))
         assert claimed is not None
-        head, legacy = self.store.head(claimed.id)
-        guard = Guard(
-            self.agent, claimed.lease_token, head=head, legacy_seal=legacy, authority=False
-        )
         now = self.clock()
-        checked = decide(claimed, guard, Context(now, policy))
-        if checked.outcome is not Outcome.ZERO_WRITE:
-            return self._commit(checked, guard)
+        if claimed.state is State.DELIVERING and claimed.lease_token != item.lease_token:
+            # a new attempt at an action begun before (a retry): authority checked again
+            checked = self._guard(claimed, policy)
+            if checked.outcome is not Outcome.ZERO_WRITE:
+                return checked
+        else:
+            head, legacy = self.store.head(claimed.id)
+            guard = Guard(
+                self.agent, claimed.lease_token, head=head, legacy_seal=legacy, authority=False
+            )
+            checked = decide(claimed, guard, Context(now, policy))
+            if checked.outcome is not Outcome.ZERO_WRITE:
+                return self._commit(checked, guard)
         try:
             command = build(claimed.lease_token)
             decision = decide(claimed, command, Context(now, policy, self.actors(now)))

@@ -124,7 +124,8 @@ AGENT_ENTRIES: tuple[AgentEntry, ...] = (
     AgentEntry(
         "begin_action",
         "Just before carrying out an approved proposal: authority, evidence freshness and the"
-        " record are checked again, and the step is taken (once). Act only when this succeeds.",
+        " record are checked again, and the step is taken (once). Act only when this succeeds;"
+        " after a retryable failure, call it again before acting again.",
         (ITEM, DIGEST_FIELD),
         "begin",
         writes=True,
