@@ -81,18 +81,24 @@ def test_a_read_only_server_signs_out_for_good(
     refused(server, demo.url, cookie, csrf, demo.item(CHECKOUT).id)
 
 
+def run_sql(url: str, statement: str) -> None:
+    """One statement on the database behind ``url``, as a database writer would run it."""
+    store = open_store(url)
+    try:
+        with raw.writing(store) as cur:
+            cur.execute(statement)
+    finally:
+        store.close()
+
+
 def test_a_sign_out_the_store_cannot_record_ends_nothing_and_says_so(demo: Demo) -> None:
     """When the sign-out cannot be written, the answer says the session still works (503), and
     it does; once it can be written, signing out again ends it."""
-    store = open_store(demo.url)
-    try:
-        with raw.writing(store) as cur:
-            cur.execute(
-                "CREATE TRIGGER no_signouts BEFORE INSERT ON ended_sessions"
-                " BEGIN SELECT RAISE(ABORT, 'read-only'); END"
-            )
-    finally:
-        store.close()
+    run_sql(
+        demo.url,
+        "CREATE TRIGGER no_signouts BEFORE INSERT ON ended_sessions"
+        " BEGIN SELECT RAISE(ABORT, 'read-only'); END",
+    )
     with asgi_client(create_app(demo.url, secret=SECRET)) as browser:
         page = browser.get("/signin")
         signed = browser.post(
@@ -103,12 +109,7 @@ def test_a_sign_out_the_store_cannot_record_ends_nothing_and_says_so(demo: Demo)
         out = browser.post("/signout", data={"csrf": csrf})
         assert out.status_code == 503 and "still works" in out.text
         assert 'data-testid="whoami-name">alice<' in browser.get("/inbox").text
-        store = open_store(demo.url)
-        try:
-            with raw.writing(store) as cur:
-                cur.execute("DROP TRIGGER no_signouts")
-        finally:
-            store.close()
+        run_sql(demo.url, "DROP TRIGGER no_signouts")
         assert browser.post("/signout", data={"csrf": csrf}).status_code == 303
         assert browser.get("/inbox").status_code == 303
 
@@ -123,12 +124,7 @@ def test_a_store_that_cannot_say_whether_a_session_ended_signs_nobody_in(demo: D
         assert browser.post("/signin", data=form).status_code == 303
         inbox = browser.get("/inbox")
         csrf = csrf_of(inbox.text)
-        store = open_store(demo.url)
-        try:
-            with raw.writing(store) as cur:
-                cur.execute("ALTER TABLE ended_sessions RENAME TO ended_sessions_away")
-        finally:
-            store.close()
+        run_sql(demo.url, "ALTER TABLE ended_sessions RENAME TO ended_sessions_away")
         item = demo.item(CHECKOUT)
         with nothing_written(demo.url):
             answer = browser.get("/inbox")
