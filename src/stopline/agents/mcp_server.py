@@ -12,10 +12,16 @@ closes or changes the registry. A tool runs in a worker thread, and ``wait_for_d
 waits in the event loop between two reads: a waiting agent holds no thread, so no number of
 waits keeps another agent's calls from running.
 
+Every message an agent sends, on stdio and over HTTP, is read strictly before the SDK sees it
+(``mcp_wire.py``): one that is not strict JSON (``NaN``, ``1e999``, a key given twice, a byte
+that is not UTF-8, a lone surrogate) is answered with a JSON-RPC error ``invalid_input: ...``
+and never reaches a tool.
+
 Who the agent is: on stdio, the identity the server was started with (``--agent`` or
-``STOPLINE_AGENT``), checked against the registry at start; over HTTP, the actor whose API
-token (``stopline actors token NAME``) is the request's bearer token, on every request. Either
-way the actor must be active and hold the ``agent`` role.
+``STOPLINE_AGENT``); over HTTP, the actor whose API token (``stopline actors token NAME``) is
+the request's bearer token, on every request. Either way the actor must be active and hold the
+``agent`` role, and every tool call (each read of a wait, too) checks it against the registry
+again first: an agent revoked or deactivated mid-session is refused ``actor_not_authorized``.
 """
 
 from __future__ import annotations
@@ -23,15 +29,16 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import sys
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
@@ -41,8 +48,9 @@ from ..commands.schema import body_schema
 from ..core import limits
 from ..core.reasons import Reason
 from ..core.step import AGENT
-from .answers import Answer, refusal
+from .answers import AgentError, Answer, refusal
 from .desk import POLL, AgentDesk
+from .mcp_wire import MAX_MESSAGE, LockedLines, StrictLines, check_message, read_body, replay
 
 log = logging.getLogger("stopline.mcp")
 
@@ -72,11 +80,25 @@ def tools() -> list[types.Tool]:
     ]
 
 
+def identity_refusal(desk: AgentDesk) -> Answer | None:
+    """A refusal ``actor_not_authorized`` unless the desk's agent is, in the registry now, an
+    active actor holding the agent role (as the HTTP front door asks of every request)."""
+    try:
+        desk.check_identity()
+    except AgentError as exc:
+        return refusal([Reason.ACTOR_NOT_AUTHORIZED], str(exc))
+    return None
+
+
 def run_tool(desk: AgentDesk, name: str, arguments: Any) -> Answer:
-    """Check ``arguments`` against the tool's fields, then run its desk operation."""
+    """Check the agent against the registry and ``arguments`` against the tool's fields, then
+    run its desk operation."""
     entry = AGENT_COMMANDS.get(name)
     if entry is None:
         return refusal([Reason.INVALID_INPUT], f"no tool is called {name!r}")
+    refused = identity_refusal(desk)
+    if refused is not None:
+        return refused
     body = arguments if arguments is not None else {}
     values, problems = validate(entry, body)
     if not problems:  # the input limits of docs/records.md, as the HTTP API applies to a body
@@ -147,11 +169,19 @@ def build_server(desk_for: Callable[[Any], AgentDesk | None]) -> Server[Any, Any
 # --- stdio ------------------------------------------------------------------------------------
 
 
-async def serve_stdio(desk: AgentDesk) -> None:
+async def serve_stdio(
+    desk: AgentDesk, source: BinaryIO | None = None, sink: BinaryIO | None = None
+) -> None:
+    """Serve ``desk`` on stdio (``source``, ``sink``: binary files; the process's stdin and
+    stdout by default): each line read strictly (:class:`~.mcp_wire.StrictLines`), each answer
+    one whole line (:class:`~.mcp_wire.LockedLines`)."""
     from mcp.server.stdio import stdio_server
 
+    out = LockedLines(sink if sink is not None else sys.stdout.buffer)
+    lines = StrictLines(source if source is not None else sys.stdin.buffer, out)
     server = build_server(lambda request: desk)
-    async with stdio_server() as (read, write):
+    # the SDK reads and writes text files: these two iterate lines and write lines
+    async with stdio_server(stdin=cast(Any, lines), stdout=cast(Any, out)) as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 
@@ -168,7 +198,9 @@ def http_app(desk_of: Callable[[str], AgentDesk], authenticate: Callable[[str], 
         name = scope.get(AGENT_SCOPE_KEY)
         return desk_of(name) if isinstance(name, str) else None
 
-    manager = StreamableHTTPSessionManager(app=build_server(desk_for), stateless=True)
+    manager = StreamableHTTPSessionManager(
+        app=build_server(desk_for), stateless=True, max_request_body_size=MAX_MESSAGE
+    )
 
     async def front_door(scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -187,6 +219,18 @@ def http_app(desk_of: Callable[[str], AgentDesk], authenticate: Callable[[str], 
             await response(scope, receive, send)
             return
         scope[AGENT_SCOPE_KEY] = actor.name
+        if scope["method"] == "POST":  # the message, read strictly before the SDK reads it
+            body = await read_body(receive, manager.max_request_body_size)
+            if body is None:  # the client left
+                return
+            if len(body) > manager.max_request_body_size:  # as the SDK answers it
+                await PlainTextResponse("Request body too large", 413)(scope, receive, send)
+                return
+            _, refused = await anyio.to_thread.run_sync(check_message, body)
+            if refused is not None:
+                await JSONResponse(refused.to_plain(), status_code=400)(scope, receive, send)
+                return
+            receive = replay(body, receive)
         await manager.handle_request(scope, receive, send)
 
     @contextlib.asynccontextmanager
