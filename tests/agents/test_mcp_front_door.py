@@ -29,7 +29,7 @@ from stopline.commands.agent_table import AGENT_ENTRIES
 from stopline.controller import Controller
 from stopline.core.reasons import Reason
 from stopline.core.records import Actor
-from stopline.store import Store
+from stopline.store import Store, raw
 
 from .conftest import AGENT, AUTOMATION, AgentLab
 
@@ -189,3 +189,19 @@ def test_a_waiting_agent_holds_no_thread_another_call_needs(lab: AgentLab) -> No
         store.close()
     assert read.isError is False and read.structuredContent["state"] == "awaiting_approval"
     assert waited.isError is False and waited.structuredContent["status"] == "approved"
+
+
+def test_no_agent_is_anybody_while_the_registry_chain_does_not_hold(lab: AgentLab) -> None:
+    """As the HTTP front door refuses every token while the actors' tables and the registry
+    chain disagree, a tool call (on stdio too) is refused then: even the agent's own reads."""
+    store = lab.store()
+    try:
+        desk = AgentDesk(store, AGENT)
+        assert run_tool(desk, "list_items", {}).ok
+        with raw.writing(store) as cur:  # a database writer's edit the chain does not record
+            cur.execute("UPDATE actors SET active = NOT active WHERE name = 'alice'")
+        answer = run_tool(desk, "list_items", {})
+        assert not answer.ok
+        assert answer.to_plain()["refused"] == [Reason.ACTOR_NOT_AUTHORIZED]
+    finally:
+        store.close()

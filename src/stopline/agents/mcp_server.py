@@ -82,9 +82,10 @@ def tools() -> list[types.Tool]:
 
 def identity_refusal(desk: AgentDesk) -> Answer | None:
     """A refusal ``actor_not_authorized`` unless the desk's agent is, in the registry now, an
-    active actor holding the agent role (as the HTTP front door asks of every request)."""
+    active actor holding the agent role, and the registry chain holds (as the HTTP front door
+    asks of every request)."""
     try:
-        desk.check_identity()
+        desk.check_identity(sound=True)
     except AgentError as exc:
         return refusal([Reason.ACTOR_NOT_AUTHORIZED], str(exc))
     return None

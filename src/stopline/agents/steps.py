@@ -55,15 +55,21 @@ class AgentSteps:
 
     # --- who the agent is ---------------------------------------------------------------------
 
-    def actors(self, now: datetime) -> dict[str, Actor]:
+    def actors(self, now: datetime, *, sound: bool = False) -> dict[str, Actor]:
+        """The registry's actors (in signed mode the certified ones); with ``sound``, none
+        while the registry chain does not hold, as an HTTP request is refused then."""
         registry = self.store.registry()
+        if sound and not registry.ok:
+            return {}
         if self.trust is None:
             return dict(registry.actors)
         return Authority.build(self.trust, registry.signed).actors(now)
 
-    def check_identity(self) -> None:
-        """Raise :class:`AgentError` unless the agent is an active actor holding ``agent``."""
-        known = self.actors(self.clock()).get(self.agent)
+    def check_identity(self, *, sound: bool = False) -> None:
+        """Raise :class:`AgentError` unless the agent is an active actor holding ``agent``;
+        with ``sound``, nobody is while the registry chain does not hold (a write checks the
+        chain itself, and records what it finds as an incident)."""
+        known = self.actors(self.clock(), sound=sound).get(self.agent)
         if known is None or not known.active:
             raise AgentError(
                 f"{self.agent!r} is not an active actor in the registry: an agent is an actor"
