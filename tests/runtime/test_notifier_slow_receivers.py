@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from helpers import stop_in_exception
+from proc import wait_for
 from stopline.runtime.notifier import Notifier, NotifySettings
 from stopline.store import Store
 from webhook_receiver import SECRET
@@ -36,6 +37,7 @@ class Dripping:
         self.server = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}/hook"
         self.done = threading.Event()
+        self.cut = threading.Event()  # the notifier closed the connection mid-answer
         self.requests = 0
         threading.Thread(target=self._serve, daemon=True).start()
 
@@ -58,6 +60,7 @@ class Dripping:
                 try:
                     conn.sendall(answer[n : n + 1])
                 except OSError:
+                    self.cut.set()
                     return
 
     def close(self) -> None:
@@ -86,3 +89,18 @@ def test_a_receiver_that_answers_a_byte_at_a_time_is_a_failed_attempt(
     [message] = store.outbox.notifications()
     assert message.status == "pending"
     assert message.last_error == f"no whole answer within {3 * TIMEOUT:g} s"
+
+
+def test_an_attempt_past_its_deadline_lets_go_of_the_receiver(
+    store: Store, dripping: Dripping
+) -> None:
+    """Past the deadline the attempt's connection is cut, so its thread ends: it used to be
+    left reading the drip for as long as the receiver liked (a receiver answering every attempt
+    so kept one thread and one socket more, without end)."""
+    settings = NotifySettings(
+        webhooks={"*": (dripping.url,)}, secret=SECRET, timeout=TIMEOUT, backfill=60.0
+    )
+    stop_in_exception(store, "k", datetime.now(UTC) - timedelta(seconds=5))
+    summary = Notifier(store, settings).round()
+    assert (summary.retrying, dripping.requests) == (1, 1)
+    wait_for(dripping.cut.is_set, 30, "the notifier to close its connection to the receiver")

@@ -4,8 +4,11 @@ checkpoint file that was tampered with, or never signed, is worth."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,6 +84,49 @@ def test_a_checkpoint_to_a_webhook(cplab: SignedLab, receiver: Receiver) -> None
         assert "answered 500" in done.stderr
     finally:
         refusing.close()
+
+
+class Landing:
+    """A server answering every GET with 200 (where a redirect points)."""
+
+    def __init__(self) -> None:
+        self.gets = 0
+        landing = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                landing.gets += 1
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/elsewhere"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_checkpoint_redirected_elsewhere_is_not_delivered(cplab: SignedLab) -> None:
+    """A receiver answering 302: the redirect was followed as a GET without the document, and
+    the 200 there taken for its delivery (exit 0, "written to" the webhook). A redirect is an
+    answer that is not 2xx: exit 1, and it is not followed."""
+    landing = Landing()
+    moved = Receiver(302, location=landing.url)
+    try:
+        done = cplab.cli(
+            "checkpoint", "--key", str(cplab.key_path("root")), "--webhook", moved.url, ok=()
+        )
+        assert (done.returncode, moved.count(), landing.gets) == (1, 1, 0), done.stderr
+        assert "answered 302" in done.stderr
+    finally:
+        moved.close()
+        landing.close()
 
 
 def test_a_doctored_or_unsigned_checkpoint(cplab: SignedLab) -> None:

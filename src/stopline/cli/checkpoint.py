@@ -69,8 +69,20 @@ def _write_new(path: Path, text: str) -> None:
         os.fsync(out.fileno())
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an answer that is not 2xx: followed, it would be a GET without the
+    document, and a 2xx there taken for its delivery."""
+
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
 def _post(url: str, text: str) -> str | None:
-    """POST the document; ``None`` when the receiver accepted it (2xx), else why not."""
+    """POST the document; ``None`` when the receiver accepted it (2xx), else why not (a
+    redirect is not followed)."""
     request = urllib.request.Request(
         url,
         data=text.encode("utf-8"),
@@ -78,7 +90,7 @@ def _post(url: str, text: str) -> str | None:
         headers={"Content-Type": "application/json", "User-Agent": "stopline-checkpoint"},
     )
     try:
-        with urllib.request.urlopen(request, timeout=WEBHOOK_TIMEOUT) as response:
+        with _OPENER.open(request, timeout=WEBHOOK_TIMEOUT) as response:
             status = int(response.status)
     except urllib.error.HTTPError as exc:
         status = exc.code

@@ -62,4 +62,8 @@ def add_checkpoint_command(add: Any) -> None:
         "whose private half is in ssh-agent works too",
     )
     p.add_argument("--out", metavar="FILE", help="write it to FILE (never overwritten)")
-    p.add_argument("--webhook", metavar="URL", help="POST it to URL as application/json")
+    p.add_argument(
+        "--webhook",
+        metavar="URL",
+        help="POST it to URL as application/json (a 2xx answer only; a redirect is not followed)",
+    )

@@ -32,7 +32,7 @@ from ..core.states import STOP_STATES
 from ..core.verify import verify_item
 from ..store import Store, open_store
 from ..store.errors import connection_errors
-from ..store.outbox import DELIVERED, FAILED, AttemptResult, Notification
+from ..store.outbox import DELIVERED, FAILED, AttemptResult, Notification, message_id
 from ..views import why
 from . import tracing, webhooks
 from .notify_attempt import MAX_ERROR, post, send_mail, within
@@ -102,7 +102,10 @@ class Notifier:
 
     def body(self, message: Notification, endpoint: Endpoint) -> tuple[bytes, str] | str:
         """``(body, email subject)`` of ``message`` for ``endpoint``, built from the item's
-        history once its seal verifies; a string says why it may not be sent."""
+        history once its seal verifies; a string says why it may not be sent. The row's id is
+        sent (``webhook-id``, the email's ``Message-ID``), so it must be the one derived from
+        its item, event and URL: any other is a row no notifier made (a header in it, or a
+        message sent again under an id its receiver never saw)."""
         item = self.store.get(message.item_id)
         if item is None:
             return "the item is not in the store"
@@ -118,6 +121,8 @@ class Notifier:
         event = history[message.seq - 1]
         if event.to_state not in STOP_STATES or event.from_state == event.to_state:
             return f"event {message.seq} of the item is not a stop"
+        if message.id != message_id(message.item_id, message.seq, message.url):
+            return "its id is not the one derived from its item, event and URL"
         data = webhooks.facts(item, event, why(item), self.settings.base_url)
         if endpoint.format == SLACK:
             return webhooks.slack_body(data), ""

@@ -90,12 +90,17 @@ def secret_key(secret: str) -> bytes:
 
 
 def is_http_url(value: object) -> bool:
-    """An ``http(s)://`` URL with a host (checked here, so no round fails on it later)."""
+    """An ``http(s)://`` URL with a host and a port in range, of printable ASCII without a
+    space (an international name in its ``xn--`` form): checked here, as no request carries
+    anything else, so no round fails on it later."""
     if not isinstance(value, str) or not value.startswith(("http://", "https://")):
         return False
+    if not (value.isascii() and value.isprintable()) or " " in value:
+        return False
     try:
-        return bool(urlsplit(value).hostname)
-    except ValueError:  # a malformed host, such as an unclosed [IPv6 address
+        parts = urlsplit(value)
+        return bool(parts.hostname) and (parts.port is None or parts.port > 0)
+    except ValueError:  # a malformed host (an unclosed [IPv6 address), a port out of range
         return False
 
 
@@ -125,7 +130,9 @@ class Endpoint:
                 raise NotifySettingsError(f"{where}: an email endpoint is mailto:ADDRESS")
             return
         if not is_http_url(self.url):
-            raise NotifySettingsError(f"{where} must be http(s) URLs (or mailto: for email)")
+            raise NotifySettingsError(
+                f"{where} must be http(s) URLs of printable ASCII (or mailto: for email)"
+            )
         if self.format == STANDARD or self.secret is not None:
             try:
                 secret_key(self.secret or "")

@@ -214,4 +214,6 @@ def email_text(data: Mapping[str, Any]) -> tuple[str, str]:
         lines.append(f"Evidence fresh until: {data['evidence_expires_at']}")
     lines += ["", f"Open it: {data['url']}", ""]
     subject = "[stopline] " + _headline(data)
-    return subject.replace("\r", " ").replace("\n", " ")[:200], "\n".join(lines)
+    # a header holds one line: every character that is not printable (a line break of any
+    # kind, U+2028, a vertical tab, NEL, ...) is a space, or the email package raises
+    return "".join(c if c.isprintable() else " " for c in subject)[:200], "\n".join(lines)
