@@ -139,6 +139,9 @@ def test_an_email_about_a_key_with_line_separators_is_sent(store: Store) -> None
         "http://127.0.0.1:9/a hook",  # a space: refused by http.client on every attempt
         "http://" + "a" * 64 + "\u00e9.example/hook",  # a host no IDNA encoding takes
         "http://127.0.0.1:99999/hook",  # a port no socket takes
+        "http://hooks..example/hook",  # an empty label: the lookup raises
+        "http://" + "a" * 64 + ".example/hook",  # a label past 63 characters: the same
+        "http://user:secret@127.0.0.1:9/hook",  # never sent as credentials: a host not found
     ],
 )
 def test_an_endpoint_no_request_can_carry_is_refused_by_the_settings(url: str) -> None:

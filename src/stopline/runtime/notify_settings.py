@@ -90,16 +90,20 @@ def secret_key(secret: str) -> bytes:
 
 
 def is_http_url(value: object) -> bool:
-    """An ``http(s)://`` URL with a host and a port in range, of printable ASCII without a
-    space (an international name in its ``xn--`` form): checked here, as no request carries
-    anything else, so no round fails on it later."""
+    """An ``http(s)://`` URL with a host a socket can look up (no empty label, none past 63
+    characters) and a port in range, of printable ASCII without a space (an international
+    name in its ``xn--`` form) and without ``user:password@``: checked here, as no request
+    carries anything else, so no round fails on it later."""
     if not isinstance(value, str) or not value.startswith(("http://", "https://")):
         return False
     if not (value.isascii() and value.isprintable()) or " " in value:
         return False
     try:
         parts = urlsplit(value)
-        return bool(parts.hostname) and (parts.port is None or parts.port > 0)
+        if not parts.hostname or "@" in parts.netloc or parts.port == 0:
+            return False
+        parts.hostname.encode("idna")  # what the socket's lookup raises on
+        return True
     except ValueError:  # a malformed host (an unclosed [IPv6 address), a port out of range
         return False
 
