@@ -5,10 +5,16 @@ of the module passed the core's other tests."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from stopline.core.commands import Failure
+from stopline.core.decide import decide
+from stopline.core.decision import Outcome
 from stopline.core.policy import (
     PUBLISH,
     ApprovalPolicy,
@@ -17,6 +23,9 @@ from stopline.core.policy import (
     Policy,
     RetryPolicy,
 )
+from stopline.core.states import State
+
+from .helpers import Harness, policy
 
 
 @pytest.mark.parametrize(
@@ -117,3 +126,45 @@ def test_flags_read_back_are_true_only_when_stored_as_true(value: Any) -> None:
     plain["agent"] = value
     read = Policy.from_plain(plain)
     assert read.revise_hook is False and read.agent is False
+
+
+def test_a_long_budget_waits_its_max_delay_however_many_attempts_came_before() -> None:
+    """A budget of thousands of attempts with a doubling delay: past attempt 1,024 the
+    doubling overflows a float, and it must still wait ``max_delay``, not raise."""
+    retry = RetryPolicy(max_attempts=5000, base_delay=1.0, backoff=2.0, max_delay=300.0)
+    assert retry.delay(2000) == timedelta(seconds=300)
+    assert RetryPolicy(backoff=1e300, max_delay=60).delay(3, 1.0) == timedelta(seconds=60)
+
+
+def test_a_retryable_failure_deep_into_a_long_budget_is_retried_not_refused() -> None:
+    """The core's decision on such a failure: a retry after ``max_delay`` (before, decide()
+    raised OverflowError, and the worker recorded its own failure instead of the hook's)."""
+    h = Harness(policy=policy(retry=RetryPolicy(max_attempts=5000, max_delay=300.0)))
+    h.discover()
+    h.claim()
+    deep = replace(h.it, attempts=2000)  # the 2,000th claim of this step
+    command = Failure(**h.lease(), failure_class="net", message="down", retryable=True)
+    decision = decide(deep, command, h.ctx())
+    assert decision.outcome is Outcome.APPLIED and decision.state is State.OBSERVING
+    assert decision.after is not None
+    assert decision.after.next_eligible_at == h.now + timedelta(seconds=300)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"base_delay": math.nan},
+        {"backoff": math.nan},
+        {"max_delay": math.nan},
+        {"max_delay": math.inf},
+        {"max_delay": 1e12},  # 31,000 years: no time after now holds it
+        {"base_delay": math.inf, "max_delay": 10},
+        {"max_attempts": 2**31},  # more than the store's attempt count holds
+        {"resume_cap": 2**31},
+    ],
+)
+def test_a_retry_policy_refuses_delays_and_counts_no_retry_could_keep(
+    bad: dict[str, Any],
+) -> None:
+    with pytest.raises(ValueError):
+        RetryPolicy(**bad)

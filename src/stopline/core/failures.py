@@ -50,6 +50,8 @@ REMOTE_VERSION_CONFLICT = Reason.REMOTE_VERSION_CONFLICT.value  # someone else c
 REVISE_HOOK = "revise_hook"  # the revise hook failed (raised, or returned a failure)
 NEEDS_EYES = "needs_eyes"  # a hook returned NeedsEyes
 
+MAX_CLASS = 100  # characters of a failure class kept in a record
+
 RULES: dict[str, Handling] = {
     # the hook was abandoned before it answered; reading and proposing again is safe, and an
     # acting call is guarded again before it runs
@@ -153,7 +155,8 @@ def decide_failure(item: Item, command: Failure, ctx: Context) -> Decision:
     if reasons:
         return refused(item, reasons)
     policy = policy_of(ctx)
-    cls, worker = command.failure_class, command.worker
+    # a class is a short code: a hook's own (RetryLater, Fail) kept as short as a raised one's
+    cls, worker = command.failure_class[:MAX_CLASS], command.worker
     failure: dict[str, Any] = {"class": cls, "message": command.message[:500]}
     trace = None if not command.traceback else truncate_traceback(command.traceback)
     traced = failure if trace is None else {**failure, "traceback": trace}

@@ -7,6 +7,7 @@ policy is the digest of its plain form; approvals record the version they were g
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -15,6 +16,11 @@ from typing import Any
 
 from .canonical import digest
 from .legacy_form import digest_forms
+
+# The most a retry policy may say: attempts (and a resume's grant) the store's attempt count
+# holds, and a wait that a time after now can hold (a year).
+MAX_COUNT = 2**31 - 1
+MAX_DELAY = 366 * 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -35,14 +41,16 @@ class RetryPolicy:
     resume_cap: int = 10
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
-        if self.base_delay < 0 or self.max_delay < 0 or self.backoff < 1:
-            raise ValueError("delays must be >= 0 and backoff >= 1")
+        if not 1 <= self.max_attempts <= MAX_COUNT:
+            raise ValueError(f"max_attempts must be between 1 and {MAX_COUNT}")
+        if not (0 <= self.base_delay < math.inf and 0 <= self.max_delay <= MAX_DELAY):
+            raise ValueError(f"delays must be finite, >= 0, and max_delay at most {MAX_DELAY:g} s")
+        if not 1 <= self.backoff < math.inf:
+            raise ValueError("backoff must be finite and >= 1")
         if not 0 <= self.jitter <= 1:
             raise ValueError("jitter is a fraction between 0 and 1")
-        if self.resume_cap < 1:
-            raise ValueError("resume_cap must be at least 1")
+        if not 1 <= self.resume_cap <= MAX_COUNT:
+            raise ValueError(f"resume_cap must be between 1 and {MAX_COUNT}")
         # One canonical form, so a policy read back from the database has the same version.
         for name in ("base_delay", "backoff", "max_delay", "jitter"):
             object.__setattr__(self, name, float(getattr(self, name)))
@@ -51,7 +59,11 @@ class RetryPolicy:
 
     def delay(self, attempt: int, jitter_sample: float = 0.0) -> timedelta:
         """The wait after failed attempt number ``attempt`` (1-based)."""
-        base = min(self.base_delay * self.backoff ** max(attempt - 1, 0), self.max_delay)
+        try:
+            grown = self.base_delay * self.backoff ** max(attempt - 1, 0)
+        except OverflowError:  # thousands of doublings: far past any max_delay
+            grown = math.inf
+        base = min(grown, self.max_delay)
         spread = base * self.jitter * min(max(jitter_sample, 0.0), 1.0)
         return timedelta(seconds=base + spread)
 

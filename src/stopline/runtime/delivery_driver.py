@@ -58,7 +58,7 @@ from ..targets.base import (
     VersionConflict,
 )
 from .hook_output import type_name
-from .hooks import HookFailed, HookTimeout, describe
+from .hooks import HookFailed, HookTimeout, class_name, describe
 from .lease import LeaseLost
 from .outcomes import Deliver, Fail, RetryLater, TransientError
 from .outcomes import NeedsEyes as NeedsEyesOutcome
@@ -110,10 +110,10 @@ def remote(step: Step, call: Callable[..., T], *args: Any, answers: Answer) -> T
         name = getattr(call, "__name__", "call")
         why = f"the target's {name} did not answer within {limit:g} s; it may yet take effect"
         raise RemoteFailed(OUTCOME_UNKNOWN, why) from None
-    if isinstance(error, RemoteFailed):
+    if type(error) is RemoteFailed:  # its type, not its __class__: the target's code
         raise error
     if error is not None:  # SystemExit and the like: the target's failure, by its class
-        raise RemoteFailed(type(error).__name__, describe(error)) from error
+        raise RemoteFailed(class_name(error), describe(error)) from error
     return result  # type: ignore[no-any-return]
 
 

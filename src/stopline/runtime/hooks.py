@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.failures import HOOK_TIMEOUT, INVALID_OUTPUT
+from ..core.failures import HOOK_TIMEOUT, INVALID_OUTPUT, MAX_CLASS
 from ..core.limits import truncate_traceback
 from . import hook_output, tracing
 from .automation import Automation, HookContext
@@ -306,10 +306,15 @@ def _answered(hook: Callable[..., Any], automation: Automation, name: str) -> Ca
             why = f"the {name} hook's output was not recorded: " + "; ".join(found[:3])
             return HookFailed(INVALID_OUTPUT, safe_text(why))
         try:
-            return hook_output.plain_copy(output)
+            copied = hook_output.plain_copy(output)
         except Exception as error:  # a value that changed under the check, or that lied to it
-            why = f"the {name} hook's output could not be copied: {type(error).__name__}"
+            why = f"the {name} hook's output could not be copied: {class_name(error)}"
             return HookFailed(INVALID_OUTPUT, safe_text(why))
+        found = hook_output.problems(name, copied)  # what goes on is the copy: checked too
+        if found:
+            why = f"the {name} hook's output changed after its check: " + "; ".join(found[:3])
+            return HookFailed(INVALID_OUTPUT, safe_text(why))
+        return copied
 
     if is_async(hook):
 
@@ -344,14 +349,19 @@ def timed_out(automation: Automation, name: str) -> HookFailed:
 
 def classify(error: BaseException, automation: Automation, hook: str) -> HookFailed:
     """The failure an exception raised by a hook records: its class name and message;
-    retryable or terminal as the automation's ``retry_on`` / ``terminal_on`` say."""
-    failure_class = safe_text(type(error).__name__, 100)
+    terminal or retryable as the automation's ``terminal_on`` / ``retry_on`` say (one of both
+    is terminal: what no retry can fix is not retried). Never raises: an exception that
+    raises when asked its class is of neither."""
+    failure_class = safe_text(class_name(error), MAX_CLASS)
     message = describe(error)
     trace = format_traceback(error)
-    if isinstance(error, automation.retry_on):
-        return HookFailed(failure_class, message, retryable=True, traceback=trace)
-    if isinstance(error, automation.terminal_on):
-        return HookFailed(failure_class, message, retryable=False, traceback=trace)
+    for classes, retryable in ((automation.terminal_on, False), (automation.retry_on, True)):
+        try:
+            matches = isinstance(error, classes)
+        except BaseException:  # a hostile __class__ (or __instancecheck__): not this word
+            matches = False
+        if matches:
+            return HookFailed(failure_class, message, retryable=retryable, traceback=trace)
     log.error("the %s hook of %s raised %s: %s", hook, automation.name, failure_class, message)
     return HookFailed(failure_class, message, traceback=trace)
 
@@ -366,14 +376,20 @@ def format_traceback(error: BaseException) -> str | None:
     return truncate_traceback(text)
 
 
+def class_name(error: BaseException) -> str:
+    """The real name of an exception's class, whatever its metaclass answers for
+    ``__name__``."""
+    return str.__str__(type.__dict__["__name__"].__get__(type(error)))
+
+
 def describe(error: BaseException) -> str:
     """An exception's message, safe to record; its class name when it has none. Never raises
     (an exception whose ``__str__`` raises is described by its class)."""
     try:
-        text = str(error)
+        text = str.__str__(str(error))  # the text itself, not a str subclass's own methods
     except BaseException:  # a hostile __str__ must not escape
         text = ""
-    return safe_text(text or type(error).__name__)
+    return safe_text(text or class_name(error))
 
 
 def safe_text(text: str, limit: int = MAX_MESSAGE) -> str:
