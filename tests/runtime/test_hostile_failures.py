@@ -231,3 +231,22 @@ def test_a_target_raising_such_an_exception_is_its_failure_not_the_workers(
         assert item.attempt_log[-1]["class"] == "ClassRaises"
     finally:
         store.close()
+
+
+def test_a_discovery_raising_such_an_exception_is_its_failure_not_the_schedulers(
+    tmp_path: Path,
+) -> None:
+    """Before, the scheduler asked the class for its name on its own thread, and
+    ``Scheduler.tick`` (the loop of ``stopline run``) raised."""
+
+    def discover(ctx: HookContext) -> Any:
+        raise Nameless("discover")
+
+    app = App([Automation("auto", discover, lambda ctx: None, lambda ctx: None)])
+    store = open_store(f"sqlite:///{tmp_path / 'discover.db'}")
+    try:
+        with hostile():
+            (fired,) = Scheduler(store, app, clock=lambda: T0).tick(force=True)
+        assert fired.failure == "Nameless" and fired.new == 0
+    finally:
+        store.close()

@@ -376,7 +376,7 @@ def format_traceback(error: BaseException) -> str | None:
     return truncate_traceback(text)
 
 
-def class_name(error: BaseException) -> str:
+def class_name(error: object) -> str:
     """The real name of an exception's class, whatever its metaclass answers for
     ``__name__``."""
     return str.__str__(type.__dict__["__name__"].__get__(type(error)))

@@ -28,7 +28,7 @@ from ..store import Store
 from .automation import App, Automation, Discovered, HookContext
 from .commit import Committed, commit
 from .hook_output import limit_violations, plain_value
-from .hooks import HookRunner, HookTimeout, describe, list_discovered
+from .hooks import HookRunner, HookTimeout, class_name, describe, list_discovered
 from .retrying import Reconnect
 from .watch import HookFailures
 
@@ -162,7 +162,7 @@ class Scheduler:
                 self.failures.add(line)
             return fired
         if found is None:  # any exception, SystemExit included, is the hook's failure
-            fired.failure = type(error).__name__
+            fired.failure = class_name(error)
             log.error(
                 "discovery of %s failed (%s: %s); nothing was written",
                 automation.name,
