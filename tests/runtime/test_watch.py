@@ -210,3 +210,22 @@ def test_the_failures_given_are_the_ones_told_and_echoed() -> None:
         app.automations[0].observe(CTX)
     assert failures is given
     assert given.lines == echoed == [f"observe hook {WHERE} raised ValueError: x"]
+
+
+class SaysTransient(Exception):
+    """An undeclared exception whose message cannot be read: reading it raises a declared
+    one (``TransientError``)."""
+
+    def __str__(self) -> str:
+        raise TransientError("asked my message")
+
+
+def test_an_undeclared_exception_is_counted_and_raised_again_whatever_its_str_raises() -> None:
+    """Before, the count's message read ``str(exc)``: the ``TransientError`` it raised left the
+    wrapper instead, so the worker recorded a retryable ``TransientError`` for an exception
+    nobody classified, and the run did not count it as its code's failure."""
+    error = SaysTransient()
+    automation, failures = _watched(observe=_raise(error))
+    with pytest.raises(SaysTransient):
+        automation.observe(CTX)
+    assert failures.lines == [f"observe hook {WHERE} raised SaysTransient: SaysTransient"]

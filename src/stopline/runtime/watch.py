@@ -22,7 +22,7 @@ from typing import Any
 from ..core.commands import QAResult
 from . import hook_output, outcomes
 from .automation import App, Automation, HookContext
-from .hooks import is_async
+from .hooks import class_name, describe, is_async
 
 # What each hook may return (anything else stops the item in ``exception``).
 _ANY_HOOK = (outcomes.NeedsEyes, outcomes.RetryLater, outcomes.Fail)
@@ -65,7 +65,7 @@ def _wrap_discover(a: Automation, failures: HookFailures) -> Callable[[HookConte
     hook: Any = a.discover  # plain, async, or an async generator
 
     def failed(exc: Exception) -> None:
-        failures.add(f"discovery of {a.name} raised {type(exc).__name__}: {exc}")
+        failures.add(f"discovery of {a.name} raised {class_name(exc)}: {describe(exc)}")
 
     if inspect.isasyncgenfunction(hook) or is_async(hook):
 
@@ -97,7 +97,8 @@ def _wrap(a: Automation, name: str, failures: HookFailures) -> Callable[..., Any
 
     def raised(ctx: HookContext, exc: Exception) -> None:
         if not _declared(a, exc):
-            failures.add(f"{name} hook of {a.name}{_where(ctx)} raised {type(exc).__name__}: {exc}")
+            what = f"{class_name(exc)}: {describe(exc)}"  # the exception's own code raises
+            failures.add(f"{name} hook of {a.name}{_where(ctx)} raised {what}")
 
     def returned(ctx: HookContext, out: Any) -> Any:
         allowed = ALLOWED.get(name)
