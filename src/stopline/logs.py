@@ -88,6 +88,25 @@ class JSONFormatter(logging.Formatter):
         return json.dumps(doc, default=str, ensure_ascii=False)
 
 
+def printable(text: str) -> str:
+    """``text`` with every character that is not printable (a newline, a terminal escape)
+    written as its escape: quoted in a log line, no text can add a line of its own."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+class TextFormatter(logging.Formatter):
+    """``LEVEL:logger:message``, the message :func:`printable` (an item's key, a hook's
+    message or a request's path may hold a newline); a traceback follows on its own lines."""
+
+    def __init__(self) -> None:
+        super().__init__("%(levelname)s:%(name)s:%(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return printable(super().formatMessage(record))
+
+
 def configure(fmt: str | None = None, *, level: str | None = None) -> str:
     """Set up the root handler on stderr in ``fmt`` (default: ``STOPLINE_LOG_FORMAT``, else
     text); the choice is put in the environment for worker processes. Returns the format."""
@@ -100,7 +119,7 @@ def configure(fmt: str | None = None, *, level: str | None = None) -> str:
     if chosen == "json":
         handler.setFormatter(JSONFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(levelname)s:%(name)s:%(message)s"))
+        handler.setFormatter(TextFormatter())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

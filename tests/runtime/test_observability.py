@@ -5,6 +5,7 @@ OpenTelemetry spans."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -12,6 +13,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from stopline import logs
 from stopline.cli.workers import workers_doc
 from stopline.http import metrics
 from stopline.runtime import tracing
@@ -207,3 +211,32 @@ def test_a_long_traceback_keeps_its_end() -> None:
     kept = truncate_traceback(long + "\ud800")
     assert len(kept) == MAX_TRACEBACK and kept.startswith("...\n")
     assert kept.endswith("KeyError: 'x'\n?") and truncate_traceback("short") == "short"
+
+
+def test_a_text_log_line_is_one_line_whatever_it_quotes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An item's key, a hook's message or a request's path may hold a newline or a terminal
+    escape: quoted in a text log line, it is written as its escape (before, it could add a
+    line of its own, say a forged ERROR). A traceback still follows on its own lines."""
+    root = logging.getLogger()
+    kept = (list(root.handlers), root.level)
+    monkeypatch.delenv(logs.ENV_FORMAT, raising=False)
+    try:
+        logs.configure("text", level="INFO")
+        log = logging.getLogger("stopline.test")
+        log.warning("item %s stopped", "k\nERROR:stopline.worker:forged\x1b[2J\u2028")
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            log.exception("a hook raised %s", "x\ny")
+    finally:
+        root.handlers[:], root.level = kept
+    lines = capsys.readouterr().err.splitlines()
+    assert (
+        lines[0]
+        == "WARNING:stopline.test:item k\\nERROR:stopline.worker:forged\\x1b[2J\\u2028 stopped"
+    )
+    assert lines[1] == "ERROR:stopline.test:a hook raised x\\ny"
+    assert lines[2] == "Traceback (most recent call last):"
+    assert not any(line.startswith("ERROR:stopline.worker") for line in lines)

@@ -8,15 +8,9 @@ import logging
 import time
 from typing import Any
 
+from ..logs import printable
+
 log = logging.getLogger("stopline.http.access")
-
-
-def printable(text: str) -> str:
-    """``text`` with every character that is not printable (a newline, a terminal escape)
-    written as its escape, so a request's path cannot add a line of its own to the log."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class AccessLog:
