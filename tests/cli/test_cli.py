@@ -346,3 +346,22 @@ def test_run_lockstep_that_cannot_be_is_a_usage_error(
     assert out.returncode == 2, out.stderr
     assert why in out.stderr and "Traceback" not in out.stderr
     assert not db.exists()
+
+
+def test_text_output_never_carries_a_terminals_control_sequences(
+    demo_db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A note (an operator's, an HTTP user's or an agent's) may hold escape sequences that
+    clear an operator's screen, retitle the window or overwrite the line above: `show` writes
+    each as its escape, and `--json` keeps the text exactly."""
+    _code, doc = run_json(capsys, "items", "--db", demo_db)
+    item = doc["items"][0]["id"]
+    body = "hello\x1b[2J\x1b]0;pwned\x07\rworld"
+    code, _ = run(capsys, "note", item, "--db", demo_db, "--actor", "alice", "--body", body)
+    assert code == 0
+    code, text = run(capsys, "show", item, "--db", demo_db)
+    assert code == 0
+    assert "\x1b" not in text and "\x07" not in text and "\r" not in text
+    assert "hello\\x1b[2J\\x1b]0;pwned\\x07\\rworld" in text
+    _code, shown = run_json(capsys, "show", item, "--db", demo_db)
+    assert json.dumps(body)[1:-1] in json.dumps(shown)  # the very text, JSON-escaped

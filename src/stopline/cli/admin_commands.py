@@ -17,7 +17,7 @@ from .checkpoint import (
 )
 from .errors import UsageError
 from .keys import certified_actors
-from .output import EXIT_HOOKS, EXIT_OK, EXIT_REFUSED, Out
+from .output import EXIT_HOOKS, EXIT_OK, EXIT_REFUSED, Out, on_terminal
 from .signing import controller_for, host_trust
 
 
@@ -183,9 +183,9 @@ def cmd_run(args: argparse.Namespace, store: Store | None, out: Out) -> int:
     if out.json:
         out.doc(doc, text)
     elif not args.quiet:
-        print(text)
+        print(on_terminal(text))
     elif failures:
-        print(text, file=sys.stderr)
+        print(on_terminal(text), file=sys.stderr)
     return EXIT_HOOKS if failures else EXIT_OK
 
 

@@ -228,7 +228,9 @@ def cli_markdown(parser: argparse.ArgumentParser) -> str:
         " `actors add` create a database; every other command needs one that exists and says"
         " so (exit 2, and the `stopline migrate` line that creates it) instead of creating an"
         " empty one from a mistyped URL. A database that cannot be reached is one line and"
-        " exit 2 within a few seconds.",
+        " exit 2 within a few seconds. Text output writes each character that is not"
+        " printable as its escape (`\\x1b`, `\\r`): a note, a hook's message or an item's"
+        " data cannot send a terminal its control sequences; `--json` keeps every text exact.",
         "",
         "## Exit statuses",
         "",

@@ -8,11 +8,20 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ..logs import printable
+
 if TYPE_CHECKING:
     from ..commands.perform import Performed
     from ..controller import Controller
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REFUSED, EXIT_HOOKS = 0, 1, 2, 3, 4
+
+
+def on_terminal(text: str) -> str:
+    """``text`` line by line, each character that is not printable written as its escape: a
+    note, a hook's message or an item's data may hold a terminal's control sequences (clear
+    the screen, retitle the window, overwrite a line), and a person reads them here."""
+    return "\n".join(printable(line) for line in text.split("\n"))
 
 
 class Out:
@@ -21,7 +30,11 @@ class Out:
 
     def doc(self, doc: Any, text: str) -> None:
         try:
-            print(json.dumps(doc, sort_keys=True, ensure_ascii=False) if self.json else text)
+            print(
+                json.dumps(doc, sort_keys=True, ensure_ascii=False)
+                if self.json
+                else on_terminal(text)
+            )
             sys.stdout.flush()
         except BrokenPipeError:  # `stopline ... | head`: the reader left; the status stands
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
