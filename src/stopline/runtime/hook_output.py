@@ -81,7 +81,9 @@ def problems(hook: str, output: Any) -> list[str]:
             found += shape_problems(member, f"{root}[{index}]")
             if len(found) >= SHOWN:
                 break
-        return found or limit_violations(output, root)
+        # a member of no outcome type is recorded by its type's name only (``Unexpected``)
+        named = [m.type_name if isinstance(m, Unexpected) else m for m in output]
+        return found or limit_violations(named, root)
     found = shape_problems(output, root)
     if isinstance(output, Proposal) and not found and not severity.valid(output.severity):
         found = [f"{root}.severity: is {output.severity!r}, not one of {', '.join(SEVERITIES)}"]

@@ -21,7 +21,7 @@ from ..core.records import Actor, Event
 from ..server.item_ref import ITEM_RE
 from . import present
 from .inbox import filters, query_string
-from .page import Visit, malformed, may_post, read_form, visit
+from .page import Visit, may_post, read_form, visit
 
 WEB_COMMANDS = {entry.name: entry for entry in exposed(Shell.WEB)}
 
@@ -107,8 +107,8 @@ async def act(request: Request) -> Response:
     ref = request.path_params["item"]
     if entry is None or not ITEM_RE.match(ref):
         return v.message(404, "No such action", "This page has no such action.")
-    if problem is not None:
-        return malformed(v, problem)
+    if problem is not None:  # the item page, as for any problem of a form's fields
+        return await _again(v, ref, 422, problems=[f"{problem}. Nothing was done."], refusal=None)
     refused = may_post(v, form)
     if refused is not None:
         return refused
