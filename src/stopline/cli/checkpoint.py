@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..clock import utcnow
 from ..core.integrity import Finding
+from ..runtime.notify_attempt import NoRedirect
 from ..store import Store, database_url, open_store
 from ..trust.authority import Authority, Trust
 from ..trust.checkpoints import CheckpointError, Held, hold, parse, take
@@ -69,15 +70,7 @@ def _write_new(path: Path, text: str) -> None:
         os.fsync(out.fileno())
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """A redirect is an answer that is not 2xx: followed, it would be a GET without the
-    document, and a 2xx there taken for its delivery."""
-
-    def redirect_request(self, *args: object, **kwargs: object) -> None:
-        return None
-
-
-_OPENER = urllib.request.build_opener(_NoRedirect)
+_OPENER = urllib.request.build_opener(NoRedirect)
 
 
 def _post(url: str, text: str) -> str | None:

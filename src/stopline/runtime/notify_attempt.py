@@ -27,8 +27,9 @@ MAX_ERROR = 500
 GONE = 410
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """A redirect is an answer that is not 2xx: it is recorded, never followed."""
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an answer that is not 2xx: it is recorded, never followed (followed, a
+    POST would become a GET without its body, and a 2xx there be taken for its delivery)."""
 
     def redirect_request(self, *args: object, **kwargs: object) -> None:
         return None
@@ -105,7 +106,7 @@ def post(
     an error to retry. Its connections are added to ``held``."""
     request = urllib.request.Request(url, data=body, headers=dict(headers), method="POST")
     held = Connections() if held is None else held
-    opener = urllib.request.build_opener(_NoRedirect, _HTTP(held), _HTTPS(held))
+    opener = urllib.request.build_opener(NoRedirect, _HTTP(held), _HTTPS(held))
     try:
         with opener.open(request, timeout=timeout) as response:
             return AttemptResult(int(response.status), None)
