@@ -87,6 +87,11 @@ def _raw_row(rows: Iterable[Row], store: str, workers: int) -> Row | None:
     return None
 
 
+def floor_rate(rows: Iterable[Row], store: str, workers: int) -> float | None:
+    """The rate of the loop that writes what stopline's guarantees need (floor_loop.py)."""
+    return rate_of(rows, scenario="guarantees floor", store=store, workers=workers)
+
+
 def raw_rate(rows: Iterable[Row], store: str, workers: int) -> float | None:
     r = _raw_row(rows, store, workers)
     return None if r is None or r.get("rate") is None else float(r["rate"])

@@ -275,6 +275,10 @@ class PgLoop:
 
 
 def _open(store: str, target: str, option: str) -> SqliteLoop | PgLoop:
+    if option.startswith("sealed"):
+        import floor_loop  # the same loop writing what stopline's guarantees need
+
+        return floor_loop.open_loop(store, target, option)
     if store == "sqlite":
         return SqliteLoop(target, option)
     return PgLoop(target, option)
@@ -389,13 +393,23 @@ def run_loop(
     *,
     sqlite_sync: str = "FULL",
     pg_outcome: str = "cte",
+    floor: bool = False,
 ) -> Row:
-    """Run the raw loop once on a fresh store and return a row (rate = steps/s)."""
+    """Run the raw loop once on a fresh store and return a row (rate = steps/s).
+
+    ``floor``: the loop of ``floor_loop.py``, which writes what stopline's guarantees need.
+    """
     items, steps = cfg.items, cfg.steps_per_item
-    total = items * steps
     label = f"sqlite sync={sqlite_sync}" if store == "sqlite" else f"postgres outcome={pg_outcome}"
+    option = sqlite_sync if store == "sqlite" else pg_outcome
+    if floor:
+        import floor_loop
+
+        steps, label = floor_loop.STEPS, label.split(" outcome=")[0]
+        option = f"sealed:{sqlite_sync}" if store == "sqlite" else "sealed"
+    total = items * steps
     base = {
-        "scenario": "raw lease loop",
+        "scenario": "guarantees floor" if floor else "raw lease loop",
         "store": label,
         "workers": workers,
         "items": items,
@@ -407,8 +421,10 @@ def run_loop(
             with temp_sqlite_dir(cfg, "raw") as d:
                 path = d / "raw.db"
                 sqlite_init(path, items)
+                if floor:
+                    floor_loop.init("sqlite", str(path))
                 elapsed, finished, db_ms = _drive(
-                    "sqlite", str(path), sqlite_sync, workers, steps, cfg.scenario_timeout, total
+                    "sqlite", str(path), option, workers, steps, cfg.scenario_timeout, total
                 )
                 events, not_done = _verify_sqlite(path)
         else:
@@ -417,8 +433,10 @@ def run_loop(
             try:
                 dsn = dsn_for(cfg.pg_admin_dsn, name)
                 pg_init(dsn, items)
+                if floor:
+                    floor_loop.init("pg", dsn)
                 elapsed, finished, db_ms = _drive(
-                    "pg", dsn, pg_outcome, workers, steps, cfg.scenario_timeout, total
+                    "pg", dsn, option, workers, steps, cfg.scenario_timeout, total
                 )
                 events, not_done = _verify_pg(dsn)
             finally:
@@ -452,3 +470,7 @@ def rows(cfg: BenchConfig) -> Iterator[Row]:
     # The same outcome as an explicit BEGIN/UPDATE/INSERT/COMMIT, as most code writes it.
     for w in sorted({1, max(cfg.workers)}):
         yield run_loop(cfg, "pg", w, pg_outcome="txn")
+    # The loop writing what stopline's guarantees need, one step at a time (floor_loop.py).
+    for store in ("sqlite", "pg"):
+        for w in cfg.workers:
+            yield run_loop(cfg, store, w, floor=True)
