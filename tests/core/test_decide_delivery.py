@@ -162,6 +162,22 @@ def test_readback_mismatch_is_an_exception(h: Harness) -> None:
     assert h.it.doc("review_packet") is None
 
 
+def test_readback_of_one_object_bound_to_two_artifacts_is_an_exception(h: Harness) -> None:
+    """Two artifacts bound to one remote object (a record bound before the store kept holds):
+    each reads back as written, and neither is evidence of the other's delivery."""
+    delivering(h)
+    h.stage([art("a"), art("b")])
+    h.write("a", remote_id="same")
+    h.write("b", remote_id="same")
+    h.ok(Delivered(**h.lease()), S.PENDING_READBACK)
+    h.claim()
+    d = h.ok(ReadBack(**h.lease(), readbacks=h.readbacks()), S.EXCEPTION)
+    assert d.reasons == ("readback_mismatch",)
+    evidence = h.it.doc("exception")["evidence"]
+    assert evidence == {"a": {"shared_with": ("b",)}, "b": {"shared_with": ("a",)}}
+    assert h.it.doc("review_packet") is None
+
+
 def test_readback_of_a_missing_object_is_an_exception(h: Harness) -> None:
     """An object that cannot be read back is remote_identity_missing, not completed."""
     readback_missing(h)

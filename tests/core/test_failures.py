@@ -13,6 +13,7 @@ from stopline.core.failures import (
     INVALID_OUTPUT,
     OUTCOME_UNKNOWN,
     REMOTE_IDENTITY_MISSING,
+    REMOTE_OBJECT_HELD,
     REMOTE_VERSION_CONFLICT,
     RULES,
     TARGET_UNAVAILABLE,
@@ -55,6 +56,7 @@ def test_the_rules_of_the_classes_the_worker_reports() -> None:
         TARGET_UNAVAILABLE: Handling.RETRY,
         REMOTE_IDENTITY_MISSING: Handling.NEEDS_EYES,
         REMOTE_VERSION_CONFLICT: Handling.NEEDS_EYES,
+        REMOTE_OBJECT_HELD: Handling.NEEDS_EYES,
         "revise_hook": Handling.FAIL,
         "RecursionError": Handling.NEEDS_EYES,
     }
@@ -103,7 +105,9 @@ def test_an_unclassified_exception_stops_for_a_person_with_its_real_class(h: Har
     assert (entry["class"], entry["outcome"]) == ("RecursionError", "stopped")
 
 
-@pytest.mark.parametrize("cls", [REMOTE_IDENTITY_MISSING, REMOTE_VERSION_CONFLICT])
+@pytest.mark.parametrize(
+    "cls", [REMOTE_IDENTITY_MISSING, REMOTE_VERSION_CONFLICT, REMOTE_OBJECT_HELD]
+)
 def test_a_missing_or_changed_remote_object_stops_a_delivery_and_fails_a_revision(
     cls: str,
 ) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from stopline import Artifact, RetryPolicy
 from stopline.core.failures import OUTCOME_UNKNOWN
-from stopline.runtime.delivery_driver import exact
+from stopline.runtime.remote_calls import exact
 from stopline.store import Store
 from stopline.targets.base import RemoteRef
 from stopline.targets.directory import DirectoryTarget

@@ -48,6 +48,7 @@ TARGET_UNAVAILABLE = Reason.TARGET_UNAVAILABLE.value  # the target refused or fa
 REMOTE_IDENTITY_MISSING = Reason.REMOTE_IDENTITY_MISSING.value  # a bound object is gone
 REMOTE_VERSION_CONFLICT = Reason.REMOTE_VERSION_CONFLICT.value  # someone else changed it
 REVISE_HOOK = "revise_hook"  # the revise hook failed (raised, or returned a failure)
+REMOTE_OBJECT_HELD = "remote_object_held"  # the target answered an object another artifact holds
 NEEDS_EYES = "needs_eyes"  # a hook returned NeedsEyes
 
 MAX_CLASS = 100  # characters of a failure class kept in a record
@@ -64,6 +65,8 @@ RULES: dict[str, Handling] = {
     # never recreated, never overwritten: a person decides (reconcile, resolve)
     REMOTE_IDENTITY_MISSING: Handling.NEEDS_EYES,
     REMOTE_VERSION_CONFLICT: Handling.NEEDS_EYES,
+    # the object is another artifact's: binding or updating it would rewrite that one's
+    REMOTE_OBJECT_HELD: Handling.NEEDS_EYES,
     REVISE_HOOK: Handling.FAIL,
 }
 

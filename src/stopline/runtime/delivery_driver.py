@@ -13,10 +13,9 @@ what the failure then does (retry, stop for a person, fail the revision) is the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..core.artifact_records import remote_text_problem
 from ..core.artifacts import Artifact, Readback, field_diff
 from ..core.commands import (
     Bind,
@@ -38,137 +37,19 @@ from ..core.delivery_plan import (
     revision_scope,
     staged,
 )
-from ..core.failures import (
-    HOOK_TIMEOUT,
-    INVALID_OUTPUT,
-    OUTCOME_UNKNOWN,
-    REMOTE_IDENTITY_MISSING,
-    REMOTE_VERSION_CONFLICT,
-    REVISE_HOOK,
-    TARGET_UNAVAILABLE,
-)
+from ..core.failures import HOOK_TIMEOUT, INVALID_OUTPUT, REMOTE_IDENTITY_MISSING, REVISE_HOOK
 from ..core.reasons import Reason
 from ..core.states import State
-from ..targets.base import (
-    OutcomeUnknown,
-    RemoteMissing,
-    RemoteRef,
-    Target,
-    TargetError,
-    VersionConflict,
-)
+from ..targets.base import RemoteRef, Target
 from .hook_output import type_name
-from .hooks import HookFailed, HookTimeout, class_name, describe
+from .hooks import HookFailed
 from .lease import LeaseLost
-from .outcomes import Deliver, Fail, RetryLater, TransientError
+from .outcomes import Deliver, Fail, RetryLater
 from .outcomes import NeedsEyes as NeedsEyesOutcome
+from .remote_calls import FOUND, RemoteFailed, hold, remote
 
 if TYPE_CHECKING:
     from .step import Step
-
-T = TypeVar("T")
-
-# The one mapping from what a target raises to the failure recorded, the first match winning.
-# The same in a delivery and a revision; what differs (a revision fails where a delivery
-# retries or stops) is decided in the core. Anything else a target raises is recorded under
-# its own class name, which stops the item for a person.
-REMOTE_FAILURES: tuple[tuple[type[Exception], str], ...] = (
-    (OutcomeUnknown, OUTCOME_UNKNOWN),
-    (RemoteMissing, REMOTE_IDENTITY_MISSING),
-    (VersionConflict, REMOTE_VERSION_CONFLICT),
-    (TargetError, TARGET_UNAVAILABLE),
-    (TransientError, TARGET_UNAVAILABLE),
-)
-
-
-# What each target call answers: a create, an update and a find a reference (a find ``None``
-# when there is none), a read a read-back whose assets are fingerprints.
-Answer = type | tuple[type, ...]
-FOUND = (RemoteRef, type(None))
-FINGERPRINT = frozenset({"name", "media_type", "sha256"})
-
-
-class RemoteFailed(Exception):
-    """A target call failed; ``failure_class`` is what it records."""
-
-    def __init__(self, failure_class: str, message: str) -> None:
-        super().__init__(message)
-        self.failure_class = failure_class
-        self.message = message
-
-
-def remote(step: Step, call: Callable[..., T], *args: Any, answers: Answer) -> T:
-    """Make one target call within the automation's ``hook_timeout`` (a target is code the
-    automation brings, as its hooks are); whatever it raises, or an answer not of the kind
-    ``answers`` names, becomes :class:`RemoteFailed`, and a call past its time is
-    ``outcome_unknown``: it may yet take effect, so the next attempt looks for the object by
-    its idempotency key before it creates anything."""
-    limit = step.automation.hook_timeout
-    try:
-        result, error = step.worker.hook_runner().run(_answered(call, answers), args, limit)
-    except HookTimeout:
-        name = getattr(call, "__name__", "call")
-        why = f"the target's {name} did not answer within {limit:g} s; it may yet take effect"
-        raise RemoteFailed(OUTCOME_UNKNOWN, why) from None
-    if type(error) is RemoteFailed:  # its type, not its __class__: the target's code
-        raise error
-    if error is not None:  # SystemExit and the like: the target's failure, by its class
-        raise RemoteFailed(class_name(error), describe(error)) from error
-    return result  # type: ignore[no-any-return]
-
-
-def _answered(call: Callable[..., T], answers: Answer) -> Callable[..., T]:
-    """``call``, with what it raised described and what it returned checked and copied within
-    its time (the target's own ``__str__`` and attributes are its code)."""
-
-    def answered(*args: Any) -> T:
-        try:
-            return exact(call(*args), answers)
-        except Exception as error:
-            kind = next((c for t, c in REMOTE_FAILURES if isinstance(error, t)), None)
-            raise RemoteFailed(kind or type(error).__name__, describe(error)) from error
-
-    return answered
-
-
-def exact(value: T, answers: Answer | None = None) -> T:
-    """A target's answer as the exact types the driver reads (a reference, a read-back, a
-    publication signal); anything else as it is. With ``answers``, an answer of another kind
-    (or a read-back asset that is not a fingerprint) raises ``TypeError``."""
-    if answers is not None and not isinstance(value, answers):
-        raise TypeError(f"the target answered {type(value).__name__}, not {_kinds(answers)}")
-    if isinstance(value, RemoteRef):
-        ref = RemoteRef(str.__str__(value.remote_id), str.__str__(value.version))
-        _identity(ref.remote_id, ref.version, answers)
-        return ref  # type: ignore[return-value]
-    if isinstance(value, Readback):
-        assets = tuple({str.__str__(k): str.__str__(v) for k, v in a.items()} for a in value.assets)
-        _identity(str.__str__(value.remote_id), str.__str__(value.version), answers)
-        if any(set(a) != FINGERPRINT for a in assets):
-            raise TypeError("the target read back an asset that is not name, media_type, sha256")
-        return Readback(  # type: ignore[return-value]
-            str.__str__(value.remote_id),
-            str.__str__(value.version),
-            str.__str__(value.title),
-            str.__str__(value.summary),
-            str.__str__(value.body),
-            assets,
-        )
-    return value
-
-
-def _identity(remote_id: str, version: str, answers: Answer | None) -> None:
-    """With ``answers``: an id or version no record may hold raises ``TypeError`` (recorded as
-    the target's failure: the item stops for a person, where a refused bind would not)."""
-    problem = remote_text_problem(remote_id) or remote_text_problem(version, empty_ok=True)
-    if answers is not None and problem:
-        raise TypeError(f"the target answered an id or version that {problem}")
-
-
-def _kinds(answers: Answer) -> str:
-    kinds = answers if isinstance(answers, tuple) else (answers,)
-    return " or ".join("None" if k is type(None) else k.__name__ for k in kinds)
-
 
 # --- the steps ------------------------------------------------------------------------------
 
@@ -330,6 +211,7 @@ def _write(step: Step, planned: NextWrite, bound: str) -> bool:
         return False
     if not step.guard():
         return False
+    hold(step, target, key, reference.remote_id)  # bound before holds were kept, too
     step.crash_point("before_update")
     updated = remote(step, target.update, reference, artifact, answers=RemoteRef)
     step.crash_point("after_update")
@@ -350,7 +232,10 @@ def _intent(step: Step, planned: NextWrite) -> bool:
 def _bind(
     step: Step, key: str, operation: str, remote_id: str, remote_version: str, boundary: str
 ) -> bool:
-    """Record the remote identity an operation produced, then pass the crash boundary."""
+    """Record the remote identity an operation produced (held first when it is new to the
+    item), then pass the crash boundary."""
+    if operation != "update":
+        hold(step, _target(step), key, remote_id)
     command = Bind(
         **step.signature().lease(),
         key=key,
@@ -378,6 +263,7 @@ def _read_all(step: Step, keys: list[str]) -> dict[str, Observed] | None:
     for key in keys:
         record = records[key]
         try:
+            hold(step, target, key, record["remote_id"])  # bound before holds were kept, too
             back = remote(step, target.read, record["remote_id"], answers=Readback)
         except RemoteFailed as failed:
             if failed.failure_class == REMOTE_IDENTITY_MISSING:

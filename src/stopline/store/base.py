@@ -26,6 +26,7 @@ from .insights import SQLInsights
 from .leases import SQLLeases
 from .outbox import SQLOutbox
 from .queries import load, migrations
+from .remote_holds import SQLRemoteHolds
 from .signouts import SQLSignOuts
 
 
@@ -40,6 +41,7 @@ class SQLStore(SQLLeases):
         self.outbox = SQLOutbox(self)
         self.heartbeats = SQLHeartbeats(self)
         self.signouts = SQLSignOuts(self)
+        self.remote_holds = SQLRemoteHolds(self)
         self.documents = DocumentCache()
         self._event_memo = {}
         self._data_memo = {}

@@ -20,6 +20,7 @@ from ..core.registry import Registry
 from .heartbeats import Heartbeats
 from .insights import Insights
 from .outbox import Outbox
+from .remote_holds import RemoteHolds
 from .signouts import SignOuts
 
 
@@ -60,6 +61,11 @@ class Store(Protocol):
     @property
     def signouts(self) -> SignOuts:
         """Web inbox sessions that were signed out."""
+        ...
+
+    @property
+    def remote_holds(self) -> RemoteHolds:
+        """Which item holds each remote object a target answered."""
         ...
 
     # schema
