@@ -22,6 +22,7 @@ import pytest
 from stopline import App, Artifact, Automation, RetryPolicy
 from stopline.controller import Controller
 from stopline.core.records import Item
+from stopline.runtime.operations import reconcile
 from stopline.runtime.scheduler import Scheduler
 from stopline.store import Store, open_store, raw
 from stopline.targets.base import RemoteRef
@@ -186,3 +187,50 @@ def test_a_hold_is_per_target_and_never_moves(store: Store) -> None:
         with pytest.raises(Exception, match="append-only"), raw.writing(store) as cur:
             cur.execute(statement)
     assert holds.take("drafts", "a", "it_2", "en", now) == ("it_1", "en")
+
+
+FINDER = '''
+from pathlib import Path
+
+from stopline import App, Automation, Evidence, Proposal
+from stopline.targets.base import RemoteRef
+from stopline.targets.directory import DirectoryTarget
+
+HERE = Path(__file__).parent
+
+
+class FindsTheHeldObject(DirectoryTarget):
+    """A lookup by any key answers the object named in held.txt (another item's)."""
+
+    def find(self, idempotency_key: str) -> RemoteRef:
+        return RemoteRef((HERE / "held.txt").read_text(), "")
+
+
+app = App([Automation("ops", lambda ctx: [], lambda ctx: Evidence({}),
+                      lambda ctx: Proposal("publish", {}),
+                      target=FindsTheHeldObject(HERE / "out"))])
+'''
+
+
+def test_a_reconcile_that_finds_an_object_another_item_holds_is_refused(
+    store: Store, tmp_path: Path
+) -> None:
+    """An operator's reconcile binds what the target's lookup finds; a lookup answering the
+    object another item holds is refused ``remote_object_held`` and writes nothing."""
+    target = ByContent(tmp_path / "out")
+    drain(discovered(store, App([notices(target, ["one", "two"])], actors={"olga": ("operator",)})))
+    states = by_state(store)
+    (done,), (stopped,) = states["completed"], states["exception"]
+    (tmp_path / "held.txt").write_text(done.doc("artifacts")[0]["remote_id"])
+    (tmp_path / "finder.py").write_text(FINDER)
+    before = store.history(stopped.id)
+    decision = reconcile(
+        Controller(store),
+        stopped.id,
+        key="notice",
+        actor="olga",
+        app_spec=f"{tmp_path / 'finder.py'}:app",
+    )
+    assert decision.outcome.value == "refused" and decision.reasons == ("remote_object_held",)
+    assert store.history(stopped.id) == before
+    assert only(store, stopped.key).doc("artifacts")[0]["remote_id"] is None

@@ -48,7 +48,7 @@ TARGET_UNAVAILABLE = Reason.TARGET_UNAVAILABLE.value  # the target refused or fa
 REMOTE_IDENTITY_MISSING = Reason.REMOTE_IDENTITY_MISSING.value  # a bound object is gone
 REMOTE_VERSION_CONFLICT = Reason.REMOTE_VERSION_CONFLICT.value  # someone else changed it
 REVISE_HOOK = "revise_hook"  # the revise hook failed (raised, or returned a failure)
-REMOTE_OBJECT_HELD = "remote_object_held"  # the target answered an object another artifact holds
+REMOTE_OBJECT_HELD = Reason.REMOTE_OBJECT_HELD.value  # another artifact holds the object
 NEEDS_EYES = "needs_eyes"  # a hook returned NeedsEyes
 
 MAX_CLASS = 100  # characters of a failure class kept in a record

@@ -58,6 +58,8 @@ MEANINGS: Mapping[str, str] = {
     Reason.NOT_FOUND_REMOTE: "the target holds no object with that key",
     Reason.ALREADY_STAGED: "the artifacts were staged already",
     Reason.REMOTE_VERSION_CONFLICT: "the remote object changed since it was bound",
+    Reason.REMOTE_OBJECT_HELD: "the remote object is held by another artifact, of this item or"
+    " another: binding or writing it would rewrite that one's",
     Reason.TARGET_UNAVAILABLE: "the target could not be reached",
     Reason.AGENT_FORBIDDEN: "the actor holds the agent role: an agent proposes and reports, and"
     " never approves, rejects, edits, resumes or closes, whatever other role it holds",

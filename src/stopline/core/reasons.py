@@ -61,6 +61,7 @@ class Reason(StrEnum):
     NOT_FOUND_REMOTE = "remote_not_found"
     ALREADY_STAGED = "already_staged"
     REMOTE_VERSION_CONFLICT = "remote_version_conflict"
+    REMOTE_OBJECT_HELD = "remote_object_held"
     TARGET_UNAVAILABLE = "target_unavailable"
 
     AGENT_FORBIDDEN = "agent_forbidden"

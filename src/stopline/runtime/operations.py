@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Protocol
 
+from ..clock import Clock
+from ..core.artifact_records import remote_text_problem
 from ..core.artifacts import Artifact, field_diff
 from ..core.commands import Command, Observed, Publish, Reconcile
 from ..core.decision import Decision, Outcome
@@ -25,12 +27,16 @@ from ..store import Store
 from ..targets.base import RemoteMissing, RemoteRef, Target, TargetError
 from ..targets.registry import UnknownTarget, from_description
 from .loader import load_app
+from .remote_calls import target_name
 
 
 class CommandLayer(Protocol):
     """What these operations need from the command layer (``stopline.Controller`` is one)."""
 
     store: Store
+
+    @property
+    def clock(self) -> Clock: ...
 
     def item(self, ref: str) -> Item | None: ...
 
@@ -99,6 +105,8 @@ def reconcile(
                 diff = tuple(field_diff(Artifact.from_plain(record["content"]), back))
                 found = Observed(back.readback_hash, back.version, diff)
                 remote_id = located.remote_id
+                if not _held_here(commands, target, item, key, remote_id):
+                    return commands.refuse(ref, nothing_found, [Reason.REMOTE_OBJECT_HELD])
         except RemoteMissing:
             found = None
         except TargetError:
@@ -108,6 +116,18 @@ def reconcile(
     command = Reconcile(actor=actor, key=key, found=found, remote_id=remote_id)
     decision = commands.run(ref, command, idempotency_key=idempotency_key)
     return replace(decision, decided=command)  # what was found explains a refusal
+
+
+def _held_here(
+    commands: CommandLayer, target: Target, item: Item, key: str, remote_id: str
+) -> bool:
+    """Whether the object found is free for the artifact ``key`` of ``item``, or its own: taken
+    for it if so (``store/remote_holds.py``). An id no record may hold is the core's to refuse."""
+    if not isinstance(remote_id, str) or remote_text_problem(remote_id):
+        return True
+    name = target_name(target)
+    holder = commands.store.remote_holds.take(name, remote_id, item.id, key, commands.clock())
+    return holder == (item.id, key)
 
 
 def publish(

@@ -142,13 +142,7 @@ def hold(step: Step, target: Target, key: str, remote_id: str) -> None:
     artifact, or another artifact of this item, holds it: an update of the one would rewrite
     the other's delivered object."""
     item = step.item
-    try:
-        name = target.name
-    except Exception:  # the target's code: a name that cannot be read is its class's
-        name = None
-    if not isinstance(name, str) or remote_text_problem(name):
-        name = type(target).__name__
-    name = str.__str__(name)
+    name = target_name(target)
     holder = step.worker.store.remote_holds.take(name, remote_id, item.id, key, step.worker.clock())
     if holder != (item.id, key):
         whose = "this item's" if holder.item_id == item.id else f"item {holder.item_id}'s"
@@ -157,3 +151,15 @@ def hold(step: Step, target: Target, key: str, remote_id: str) -> None:
             f"the object {remote_id!r} of target {name!r}, for artifact {key!r}, is held by "
             f"{whose} artifact {holder.artifact_key!r}",
         )
+
+
+def target_name(target: Target) -> str:
+    """The name a target's objects are held under: its ``name``, or its class's when that
+    cannot be read or is no name (its code, as a hook's is)."""
+    try:
+        name = target.name
+    except Exception:
+        name = None
+    if not isinstance(name, str) or remote_text_problem(name):
+        return type(target).__name__
+    return str.__str__(name)
