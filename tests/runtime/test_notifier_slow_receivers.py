@@ -7,7 +7,9 @@ going for as long as it liked. An attempt now has a deadline as a whole (three t
 timeout); past it the attempt is a failure to retry.
 
 The receiver here sends a byte every 50 ms for up to two minutes, so no wait for one byte
-comes near the timeout of 3 s however loaded the machine is.
+comes near the timeout of 3 s however loaded the machine is. Over HTTPS it sends its TLS
+handshake so: Python's ``ssl`` bounds a handshake as a whole by the socket's timeout, so that
+attempt fails at the timeout, within the deadline.
 """
 
 from __future__ import annotations
@@ -30,12 +32,20 @@ DRIP = 0.05  # seconds between two bytes of the answer
 LONGEST = 120.0  # the receiver gives up after this long
 
 
-class Dripping:
-    """An HTTP server that reads a request and answers it one byte every ``DRIP`` seconds."""
+# A TLS record header announcing a handshake message of 16 KiB: a client reads on, byte by
+# byte, for the rest of a ServerHello that never ends.
+HANDSHAKE = b"\x16\x03\x03\x40\x00" + b"\x00" * 100_000
 
-    def __init__(self) -> None:
+
+class Dripping:
+    """An HTTP server that reads a request and answers it one byte every ``DRIP`` seconds
+    (``tls``: an HTTPS server that reads the client's hello and answers its handshake so)."""
+
+    def __init__(self, tls: bool = False) -> None:
         self.server = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}/hook"
+        scheme = "https" if tls else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.server.getsockname()[1]}/hook"
+        self.answer = HANDSHAKE if tls else b"HTTP/1.1 200 OK\r\n" + b"X-Slow: " + b"." * 100_000
         self.done = threading.Event()
         self.cut = threading.Event()  # the notifier closed the connection mid-answer
         self.requests = 0
@@ -52,8 +62,8 @@ class Dripping:
 
     def _answer(self, conn: socket.socket) -> None:
         with conn:
-            conn.recv(65536)  # the request (small: one message)
-            answer = b"HTTP/1.1 200 OK\r\n" + b"X-Slow: " + b"." * 100_000
+            conn.recv(65536)  # the request, or the client's hello (small: one message)
+            answer = self.answer
             for n in range(int(LONGEST / DRIP)):
                 if self.done.wait(DRIP):
                     return
@@ -68,9 +78,9 @@ class Dripping:
         self.server.close()
 
 
-@pytest.fixture
-def dripping() -> Iterator[Dripping]:
-    server = Dripping()
+@pytest.fixture(params=["http", "https"])
+def dripping(request: pytest.FixtureRequest) -> Iterator[Dripping]:
+    server = Dripping(tls=request.param == "https")
     yield server
     server.close()
 
@@ -88,7 +98,11 @@ def test_a_receiver_that_answers_a_byte_at_a_time_is_a_failed_attempt(
     assert dripping.requests == 1
     [message] = store.outbox.notifications()
     assert message.status == "pending"
-    assert message.last_error == f"no whole answer within {3 * TIMEOUT:g} s"
+    if dripping.url.startswith("https"):  # a handshake is bounded as a whole by the timeout
+        assert (message.last_error or "").startswith("TimeoutError")
+        assert "handshake" in (message.last_error or "")
+    else:
+        assert message.last_error == f"no whole answer within {3 * TIMEOUT:g} s"
 
 
 def test_an_attempt_past_its_deadline_lets_go_of_the_receiver(
@@ -96,7 +110,8 @@ def test_an_attempt_past_its_deadline_lets_go_of_the_receiver(
 ) -> None:
     """Past the deadline the attempt's connection is cut, so its thread ends: it used to be
     left reading the drip for as long as the receiver liked (a receiver answering every attempt
-    so kept one thread and one socket more, without end)."""
+    so kept one thread and one socket more, without end), and over HTTPS a handshake sent so
+    was not cut at all (the connection was known to the attempt only once it was made)."""
     settings = NotifySettings(
         webhooks={"*": (dripping.url,)}, secret=SECRET, timeout=TIMEOUT, backfill=60.0
     )
