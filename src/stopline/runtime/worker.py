@@ -48,6 +48,7 @@ from ..trust.checks import signature_findings
 from . import tracing
 from .automation import App
 from .claiming import claim_due, start_in_lockstep, start_what_fits
+from .clock_check import ClockCheck
 from .commit import Committed, commit, log_decision, reading_back
 from .crash_points import CrashPoints
 from .drivers import drivers
@@ -83,6 +84,7 @@ class Worker:
         batch: int = 1,
         ahead: int = 0,
         lockstep: bool = False,
+        max_clock_skew: float | None = None,
     ) -> None:
         """``trust``: the trust root (signed mode); by default (``host_trust``) the host's,
         from ``STOPLINE_TRUST_ROOT``. ``concurrency``: the most items in flight at once;
@@ -91,20 +93,18 @@ class Worker:
         ``ahead``: the most items claimed beyond those, each waiting for a step thread with its
         lease renewed (default 0; above 0, the worker runs its steps on step threads even one
         at a time, and its loop claims while they run: see ``docs/automations.md``).
-        ``lockstep``: the items in flight as greenlets of this thread (``lockstep.py``)."""
+        ``lockstep``: the items in flight as greenlets of this thread (``lockstep.py``).
+        ``max_clock_skew``: see ``clock_check.py`` (claims nothing while the clock is off)."""
         self.store = store
         self.trust = trust if trust is not None or not host_trust else Trust.from_env()
-        self.app = app
-        self.automations = app.by_name()
+        self.app, self.automations = app, app.by_name()
         self.id = worker_id or default_worker_id()
-        self.clock = clock
-        self.rng = rng
-        self.renew = renew
+        self.clock, self.rng, self.renew = clock, rng, renew
+        self.clocked = ClockCheck(store, clock, max_clock_skew)
         self.chain = chain  # fold the claim of a next step due at once into the last commit
         self.policies: dict[str, Policy] = {a.name: a.policy for a in app.automations}
         self.leases = {a.name: a.lease_seconds for a in app.automations}
-        self.hooks = HookRunner()
-        self.crash_point = CrashPoints()
+        self.hooks, self.crash_point = HookRunner(), CrashPoints()
         self.refusals = 0
         self.transitions = 0  # applied decisions written by this worker
         self.claims = 0  # items claimed (a claim may carry several transitions)
@@ -142,6 +142,8 @@ class Worker:
         ``True`` when a step was claimed, or steps are still in flight."""
         now = self.clock()
         self.beat.tick(now)
+        if not self.clocked.ok():  # a host clock the server's disagrees with decides nothing
+            return False
         if self._last_sweep is None or (now - self._last_sweep).total_seconds() >= SWEEP_EVERY:
             self.sweep()
             self._last_sweep = now

@@ -70,6 +70,11 @@ class Heartbeats(Protocol):
         """Drop the rows of workers not seen since ``before``; how many were dropped."""
         ...
 
+    def server_now(self) -> datetime | None:
+        """The database server's clock, where it has one of its own (PostgreSQL); ``None`` on
+        SQLite, whose processes all read their one host's clock."""
+        ...
+
 
 class SQLHeartbeats:
     """:class:`Heartbeats` on a SQL store's connections."""
@@ -118,6 +123,15 @@ class SQLHeartbeats:
             )
             for r in rows
         ]
+
+    def server_now(self) -> datetime | None:
+        query = self._q.get("server_now")
+        if query is None:
+            return None
+        with self._store._read() as cur:
+            cur.execute(query, {})
+            row = cur.fetchone()
+        return row["now"] if row is not None and isinstance(row["now"], datetime) else None
 
     def forget(self, before: datetime) -> int:
         s = self._store
