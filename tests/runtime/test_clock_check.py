@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from stopline import App
+from stopline.cli.workers import workers_doc
 from stopline.clock import utcnow
 from stopline.runtime.scheduler import Scheduler
 from stopline.runtime.worker import Worker
@@ -56,6 +57,10 @@ def test_a_worker_whose_clock_is_off_claims_nothing(
     assert store.history(item.id) == before
     assert store.get(item.id).lease_owner is None  # type: ignore[union-attr]
     assert [r.message for r in caplog.records if "database server's" in r.message]
+    skewed.beat.tick(utcnow(), force=True)
+    (off_beat,) = [w for w in workers_doc(store, utcnow())["workers"] if w["worker"] == "off"]
+    assert off_beat["clock_off"] is True and off_beat["live"] is False
+    assert abs(off_beat["clock_skew_seconds"] - offset.total_seconds()) < 60
 
     drain(Worker(store, app, worker_id="on", renew=False, host_trust=False, max_clock_skew=30))
     assert store.get(item.id).state.value == "completed"  # type: ignore[union-attr]

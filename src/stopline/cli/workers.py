@@ -27,8 +27,8 @@ def workers_doc(store: Store, now: datetime) -> dict[str, Any]:
     from ..runtime.heartbeat import LIVE_AFTER
 
     beats = [b.to_plain(now) for b in store.heartbeats.workers()]
-    for b in beats:
-        b["live"] = b["age_seconds"] <= LIVE_AFTER
+    for b in beats:  # a worker whose clock is off claims nothing: alive, not live
+        b["live"] = b["age_seconds"] <= LIVE_AFTER and not b["clock_off"]
     disabled = [
         {"url": d.url, "disabled_at": d.disabled_at.isoformat(), "reason": d.reason}
         for d in store.outbox.disabled_endpoints()
@@ -51,11 +51,16 @@ def cmd_workers(args: argparse.Namespace, store: Store, out: Any) -> int:
     doc = workers_doc(store, datetime.now(UTC))
     lines = [f"{doc['live']} live worker(s)"]
     for b in doc["workers"]:
-        status = "live" if b["live"] else "STALE"
+        status = "CLOCK" if b["clock_off"] else "live" if b["live"] else "STALE"
         lines.append(
             f"  {status:5} {b['worker']}  seen {b['age_seconds']:.0f}s ago  steps {b['steps']}"
             f"  ({', '.join(b['automations'])})"
         )
+        if b["clock_off"]:
+            lines.append(
+                f"        its clock is {b['clock_skew_seconds']:+.0f} s from the database"
+                " server's: it claims nothing until they agree"
+            )
     for d in doc["disabled_endpoints"]:
         lines.append(f"DISABLED endpoint {d['url']} since {d['disabled_at']}: {d['reason']}")
     out.doc(doc, "\n".join(lines))

@@ -5,7 +5,8 @@ old evidence is before an action. Workers on many hosts sharing one PostgreSQL d
 agree on it: a clock a year ahead sets leases and retries a year out (the item hidden from
 every other worker), a clock behind takes stale evidence for fresh. So a worker reads the
 server's clock every :data:`EVERY` seconds and, while its own differs by more than
-``max_skew`` (beyond half the round trip), claims and sweeps nothing, and says so in its log.
+``max_skew`` (beyond half the round trip), claims and sweeps nothing, and says so in its log
+and its heartbeat (``stopline workers``).
 SQLite has no clock of its own: every process on it reads its one host's.
 """
 
@@ -14,9 +15,13 @@ from __future__ import annotations
 import logging
 import time
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ..clock import Clock, utcnow
 from ..store import Store
+
+if TYPE_CHECKING:
+    from .heartbeat import Heartbeat
 
 log = logging.getLogger("stopline.worker")
 
@@ -29,8 +34,14 @@ class ClockCheck:
     (``None``: :data:`MAX_SKEW`, checked only when ``clock`` is the host's own; a clock a
     caller passes is its own simulation, unless it also sets ``max_skew``)."""
 
-    def __init__(self, store: Store, clock: Clock, max_skew: float | None = None) -> None:
-        self.store, self.clock = store, clock
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        max_skew: float | None = None,
+        beat: Heartbeat | None = None,
+    ) -> None:
+        self.store, self.clock, self.beat = store, clock, beat
         self.active = max_skew is not None or clock is utcnow
         self.max_skew = MAX_SKEW if max_skew is None else float(max_skew)
         self.skew: float | None = None  # the last difference read, in seconds (+: ahead)
@@ -67,3 +78,5 @@ class ClockCheck:
                     self.max_skew,
                 )
         self._ok = ok
+        if self.beat is not None:  # shown by ``stopline workers``
+            self.beat.clock_skew, self.beat.clock_off = self.skew, not ok

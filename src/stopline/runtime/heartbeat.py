@@ -45,6 +45,8 @@ class Heartbeat:
         self.last: datetime | None = None
         self.steps = 0
         self.durations: dict[str, dict[str, Any]] = {}
+        self.clock_skew: float | None = None  # seconds from the server's clock, when read
+        self.clock_off = False  # the skew is past the limit: the worker claims nothing
         self._lock = threading.Lock()  # step threads of a concurrent worker count at once
 
     def observe(self, automation: str, seconds: float) -> None:
@@ -65,7 +67,9 @@ class Heartbeat:
             copy: dict[str, Any] = json.loads(
                 json.dumps({"steps": self.steps, "step_seconds": self.durations})
             )
-            return copy
+        if self.clock_skew is not None:
+            copy.update(clock_skew=round(self.clock_skew, 3), clock_off=self.clock_off)
+        return copy
 
     def tick(self, now: datetime, *, force: bool = False) -> None:
         """Write the heartbeat when the last one is :data:`BEAT_EVERY` old (or ``force``)."""

@@ -100,7 +100,6 @@ class Worker:
         self.app, self.automations = app, app.by_name()
         self.id = worker_id or default_worker_id()
         self.clock, self.rng, self.renew = clock, rng, renew
-        self.clocked = ClockCheck(store, clock, max_clock_skew)
         self.chain = chain  # fold the claim of a next step due at once into the last commit
         self.policies: dict[str, Policy] = {a.name: a.policy for a in app.automations}
         self.leases = {a.name: a.lease_seconds for a in app.automations}
@@ -111,6 +110,7 @@ class Worker:
         self._last_sweep: datetime | None = None
         self._unavailable = connection_errors()
         self.beat = Heartbeat(store, self.id, sorted(self.automations))
+        self.clocked = ClockCheck(store, clock, max_clock_skew, self.beat)
         self.concurrency, self.batch = concurrency, batch
         self._count = threading.Lock()
         self._local = threading.local()  # each step thread's own hook runner

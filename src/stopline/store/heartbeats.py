@@ -47,6 +47,8 @@ class WorkerBeat:
             "seen_at": format_time(self.seen_at),
             "age_seconds": round(self.age(now), 3),
             "steps": int(self.stats.get("steps", 0)),
+            "clock_skew_seconds": self.stats.get("clock_skew"),
+            "clock_off": self.stats.get("clock_off") is True,
         }
 
 
