@@ -6,9 +6,10 @@ and ``revision_prepared``, committed at durable boundaries (see ``docs/delivery.
 (update) -> ``revision_bound`` -> (read back) -> ``revision_completed``. The crash points
 (``crash_points.BOUNDARIES``) name these commits and the moments right before and after each
 remote call. Which write comes next is planned by the core (``core/delivery_plan.py``); every
-exception a target raises is mapped to a failure class once (:data:`REMOTE_FAILURES`), and
-what the failure then does (retry, stop for a person, fail the revision) is the core's rule
-(``core/failures.py``).
+exception a target raises is mapped to a failure class once (``remote_calls.REMOTE_FAILURES``),
+and what the failure then does (retry, stop for a person, fail the revision) is the core's
+rule (``core/failures.py``). An object is held for its artifact (``remote_calls.hold``) before
+it is bound, updated or read back.
 """
 
 from __future__ import annotations
