@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from stopline.core.approval import authority_now
 from stopline.core.commands import Approve, Edit, Execute, Propose, Reject
 from stopline.core.decision import Outcome
 from stopline.core.policy import ApprovalPolicy, ApprovalRule, Policy
@@ -466,3 +467,18 @@ def test_execute_under_a_policy_changed_since_the_approval_goes_back(h: Harness)
     d = h.ok(Execute(**h.lease()), S.AWAITING_APPROVAL)
     assert "policy_changed" in d.reasons
     assert list(h.it.doc("proposal")["approvals"]) == []  # approved under other rules: void
+
+
+def test_evidence_observed_after_now_is_not_fresh() -> None:
+    """Evidence stamped later than now (a clock ahead of this host's, or a row written by
+    hand) would never age: it is not fresh, for an approval and for the check before acting."""
+    h = Harness(policy=policy(max_evidence_age=600))
+    h.to_awaiting()
+    h.clock.advance(-0.001)  # this host's now: just before the evidence was observed
+    h.refused(Approve("alice", h.digest()), "evidence_stale")
+    h.clock.advance(0.001)
+    h.approve("alice")
+    assert h.state is S.APPROVED
+    h.clock.advance(-3600)
+    failing, valid = authority_now(h.it, h.ctx())
+    assert "evidence_stale" in failing and valid == []

@@ -29,11 +29,16 @@ from .work import build_proposal
 
 
 def evidence_fresh(proposal: Mapping[str, Any], now: datetime) -> bool:
-    """Every piece of evidence the proposal rests on is younger than the policy's maximum."""
+    """Every piece of evidence the proposal rests on is younger than the policy's maximum, and
+    was observed no later than now: evidence stamped after now (a clock ahead of this host's, or
+    a row written by hand) would never age."""
     limit = timedelta(seconds=float(proposal["max_evidence_age"]))
     for ev in proposal.get("evidence", ()):
         observed = ev.get("observed_at")
-        if observed is None or now - parse_time(observed) >= limit:  # younger than the maximum
+        if observed is None:
+            return False
+        age = now - parse_time(observed)
+        if age < timedelta(0) or age >= limit:  # younger than the maximum, not from the future
             return False
     return True
 
