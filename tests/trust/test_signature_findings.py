@@ -63,7 +63,7 @@ def record(state: State, **data: Any) -> Item:
         attempts=0,
         max_attempts=3,
         next_eligible_at=T0,
-        data=freeze({"proposal": {"digest": "d1", "approvals": []}, **data}),
+        data=freeze({"proposal": {"digest": "d1", "follows": "h0", "approvals": []}, **data}),
     )
 
 
@@ -126,7 +126,7 @@ def test_only_a_head_that_leaves_a_stop_needs_a_release() -> None:
 
 
 def approvals(*entries: dict[str, Any]) -> dict[str, Any]:
-    return {"digest": "d1", "approvals": list(entries)}
+    return {"digest": "d1", "follows": "h0", "approvals": list(entries)}
 
 
 def test_every_approval_is_checked_while_the_item_may_act() -> None:
@@ -182,3 +182,11 @@ def test_the_roles_a_command_counts_under() -> None:
     assert needed_roles(item, Publish(actor="alice", packet="p1"), policy) == {"releaser"}
     assert needed_roles(None, "agent_propose", None) == {"agent"}
     assert needed_roles(None, Note(actor="alice", body="x"), policy) == frozenset()
+
+
+def test_a_proposal_that_may_act_names_the_event_it_follows() -> None:
+    """A proposal with no ``follows`` (its digest names no place in the history) is not acted
+    on in signed mode: its signed approvals could be another proposal's of the same content."""
+    placeless = {"digest": "d1", "approvals": []}
+    assert fields(record(State.APPROVED, proposal=placeless)) == ["proposal.follows"]
+    assert fields(record(State.COMPLETED, proposal=placeless)) == []

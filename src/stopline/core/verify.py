@@ -30,6 +30,8 @@ IDEMPOTENCY_MISSING = "idempotency_missing"
 IDEMPOTENCY_MISMATCH = "idempotency_mismatch"
 STATE_CLASS_MISMATCH = "state_class_mismatch"
 STOP_KEY_MISMATCH = "stop_key_mismatch"
+PROPOSAL_MISPLACED = "proposal_misplaced"
+MADE_BY = (Cmd.PROPOSE.value, Cmd.EDIT.value)  # the commands that make a proposal
 
 
 def verify_item(item: Item, events: Sequence[Event]) -> list[Finding]:
@@ -97,7 +99,35 @@ def verify_item(item: Item, events: Sequence[Event]) -> list[Finding]:
         found.append(
             Finding("item", ref, "head", HEAD_MISMATCH, "the head does not match the last event")
         )
-    return found + approval_findings(item, events)
+    # where the proposal was made is read on a sound chain only (a broken one is found above)
+    placed = [] if found else placement_findings(item, events)
+    return found + approval_findings(item, events) + placed
+
+
+def placement_findings(item: Item, events: Sequence[Event]) -> list[Finding]:
+    """A proposal that names the event it follows (``follows``, since 2026-12-07) was made by
+    the last propose or edit event of the history, right after that event: a proposal made
+    again, or copied from an earlier place, is not the one its approvals were given for."""
+    proposal = item.doc("proposal")
+    if not isinstance(proposal, Mapping) or "follows" not in proposal:
+        return []
+    made = next((e for e in reversed(events) if e.command in MADE_BY), None)
+    if (
+        made is not None
+        and made.prev_hash == proposal["follows"]
+        and made.digests.get("proposal") == proposal.get("digest")
+    ):
+        return []
+    where = f"event {made.seq} ({made.command})" if made is not None else "no event"
+    return [
+        Finding(
+            "item",
+            item.id,
+            "proposal.follows",
+            PROPOSAL_MISPLACED,
+            f"the proposal was not made where it says: {where} made the last proposal",
+        )
+    ]
 
 
 def approval_findings(item: Item, events: Iterable[Event]) -> list[Finding]:

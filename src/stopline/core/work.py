@@ -135,6 +135,9 @@ def build_proposal(
         "edited_by": edited_by,
         "editors": editors,
         "previous_digest": previous_digest,
+        # the event this proposal follows: its digest (and every approval signed for it) names
+        # one place in one history, so the same proposal made again is another proposal
+        "follows": item.head,
         "returned_by": sorted(set(returned_by or ())),
         "policy_version": policy.approval.version,
         "required_roles": sorted(rule.roles),

@@ -134,6 +134,14 @@ def signature_findings(
     ):
         add("release", [f"{head.command} let the item out of {head.from_state} unsigned"])
     if item.state in ACTING:
+        if "follows" not in proposal:  # made before proposals named their place (2026-12-07)
+            add(
+                "proposal.follows",
+                [
+                    "the proposal names no place in the item's history: its signed approvals "
+                    "could be another proposal's of the same content"
+                ],
+            )
         for approval in proposal.get("approvals", ()):
             role = approval.get("role")
             add(
