@@ -24,14 +24,9 @@ from stopline.core.commands import Discover, Observe
 from stopline.core.decision import Decision
 from stopline.core.records import Item
 from stopline.runtime.automation import HookContext
+from stopline.runtime.discovering import list_discovered
 from stopline.runtime.group_commit import GroupCommitter
-from stopline.runtime.hooks import (
-    HookRunner,
-    HookTimeout,
-    event_loop,
-    is_async,
-    list_discovered,
-)
+from stopline.runtime.hooks import HookRunner, HookTimeout, event_loop, is_async
 from stopline.runtime.lease import LeaseHolder, Renewer
 from stopline.runtime.slots import Slots
 from stopline.runtime.worker import Worker

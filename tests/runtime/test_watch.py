@@ -184,12 +184,20 @@ def _discoveries(fail: bool) -> dict[str, Callable[..., Any]]:
 @pytest.mark.parametrize("kind", ["generator", "async generator", "async def"])
 def test_a_discovery_is_read_whole_and_a_failure_part_way_is_counted(kind: str, fail: bool) -> None:
     """Whatever kind of function discovery is, every key it gives comes back, and one that
-    raises part of the way through (a second page that fails) is counted and raised again."""
+    raises part of the way through (a second page that fails) is counted and raised again.
+    The wrapped discovery hands its keys on one by one (a generator, an ``async`` one for an
+    ``async`` hook), so its reader keeps its limits (``discovering.list_discovered``)."""
     automation, failures = _watched(discover=_discoveries(fail)[kind])
 
     def read() -> Any:
         found = automation.discover(CTX)
-        return found if kind == "generator" else in_thread(asyncio.run, found)
+        if kind == "generator":
+            return list(found)
+
+        async def collect() -> list[Any]:
+            return [key async for key in found]
+
+        return in_thread(asyncio.run, collect())
 
     if not fail:
         assert read() == ["a", "b"] and failures.lines == []

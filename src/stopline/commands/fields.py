@@ -17,7 +17,7 @@ from ..core.limits import text_problem
 from ..core.records import Item
 
 MAX_TEXT = 10_000
-MAX_KEY = 200
+MAX_KEY = limits.MAX_ITEM_KEY
 MAX_KEYS = 100
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
@@ -183,6 +184,28 @@ def text_problem(text: str) -> str | None:
     if "\x00" in text:
         return f"holds a NUL character at position {text.index(chr(0)) + 1}"
     return None
+
+
+MAX_ITEM_KEY = 200
+"""Characters of an item's key (what discovery lists, what an agent names)."""
+
+
+def item_key_problem(key: object) -> str | None:
+    """Why ``key`` cannot be an item's key, or ``None``: it is text of the exact type ``str``
+    (a subclass's own ``__len__`` and ``__contains__`` answer what they like), 1 to
+    :data:`MAX_ITEM_KEY` characters, without a lone surrogate or a NUL, and in Unicode
+    normalization form C: two keys one text to Unicode (``café`` composed, and with ``e`` and
+    U+0301) can never be two items. Pure; never raises."""
+    if type(key) is not str:
+        return "must be text (of the type str itself)"
+    if not key:
+        return "is empty"
+    if len(key) > MAX_ITEM_KEY:
+        return f"is {len(key)} characters long; at most {MAX_ITEM_KEY}"
+    problem = text_problem(key)
+    if problem is None and not unicodedata.is_normalized("NFC", key):
+        return "is not in Unicode normalization form C (NFC)"
+    return problem
 
 
 def show(text: str) -> str:

@@ -16,6 +16,7 @@ from .fast_digest import fast_digest
 from .frozen import freeze
 from .guard import integrity_failed
 from .integrity import head_findings, item_seal
+from .limits import check, item_key_problem
 from .reasons import Reason
 from .records import Event, Item, evolve
 from .states import State
@@ -26,7 +27,11 @@ from .transitions import Cmd
 def decide_discover(command: Discover, ctx: Context) -> Decision:
     policy = policy_of(ctx)
     reasons: list[str] = []
-    if not command.automation or not command.key:
+    if (
+        not command.automation
+        or item_key_problem(command.key) is not None
+        or check(command.input)  # the input boundary, whoever built the command
+    ):
         reasons.append(Reason.INVALID_INPUT)
     if command.agent and not policy.agent:
         reasons.append(Reason.NOT_AN_AGENT_AUTOMATION)  # its workers would act on what it says

@@ -138,40 +138,6 @@ async def _end_when_idle() -> None:
     asyncio.get_running_loop().stop()
 
 
-def list_discovered(
-    runner: HookRunner,
-    discover: Callable[..., Any],
-    ctx: Any,
-    timeout: float,
-    each: Callable[[Any], Any] = lambda entry: entry,
-) -> tuple[list[Any] | None, BaseException | None]:
-    """What a discovery hook lists, read to its end and each entry passed through ``each``
-    within ``timeout`` seconds (a plain generator on the hook's thread, an ``async`` one on
-    the event loop), as :meth:`HookRunner.run` answers: ``(entries, None)`` or ``(None, what
-    it raised)``; raises :class:`HookTimeout` past its time."""
-    call: Callable[[Any], Any]
-    if inspect.isasyncgenfunction(discover):
-
-        async def listed_async_gen(c: Any) -> list[Any]:
-            return [each(entry) async for entry in discover(c)]
-
-        call = listed_async_gen
-    elif is_async(discover):
-
-        async def listed_async(c: Any) -> list[Any]:
-            return [each(entry) for entry in await discover(c)]
-
-        call = listed_async
-    else:
-
-        def listed(c: Any) -> list[Any]:
-            return [each(entry) for entry in discover(c)]
-
-        call = listed
-    entries, error = runner.run(call, (ctx,), timeout)
-    return (None, error) if error is not None else (entries, None)
-
-
 class HookRunner:
     """Runs one plain hook at a time on a daemon thread the worker can stop waiting for. After
     a timeout the thread is left to finish (or hang) alone, and the next hook gets a new one.

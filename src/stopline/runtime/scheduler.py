@@ -21,19 +21,22 @@ from ..clock import utcnow
 from ..core.commands import Discover
 from ..core.decide import decide
 from ..core.failures import HOOK_TIMEOUT
+from ..core.limits import DEFAULT, MAX_ITEM_KEY, item_key_problem
 from ..core.names import ACTOR, AUTOMATION, ROLE, InvalidName, lookalike, require_normal
 from ..core.records import Actor
 from ..core.step import Context
 from ..store import Store
 from .automation import App, Automation, Discovered, HookContext
 from .commit import Committed, commit
+from .discovering import DiscoveryFailed, list_discovered
 from .hook_output import limit_violations, plain_value
-from .hooks import HookRunner, HookTimeout, class_name, describe, list_discovered
+from .hooks import HookRunner, HookTimeout
 from .retrying import Reconnect
 from .watch import HookFailures
 
 log = logging.getLogger("stopline.scheduler")
-MAX_KEY = 200
+MAX_KEY = MAX_ITEM_KEY
+MAX_DISCOVERED = DEFAULT.max_members  # entries one discovery may list: one document's array
 SCHEDULER = "scheduler"  # who the audit names for a refused discovery
 
 
@@ -152,7 +155,7 @@ class Scheduler:
         limit = automation.hook_timeout
         try:
             found, error = list_discovered(
-                self.hooks, automation.discover, ctx, limit, each=accepted
+                self.hooks, automation.discover, ctx, limit, each=accepted, most=MAX_DISCOVERED
             )
         except HookTimeout:
             fired.failure = HOOK_TIMEOUT
@@ -161,17 +164,15 @@ class Scheduler:
             if self.failures is not None:
                 self.failures.add(line)
             return fired
-        if found is None:  # any exception, SystemExit included, is the hook's failure
-            fired.failure = class_name(error)
-            log.error(
-                "discovery of %s failed (%s: %s); nothing was written",
-                automation.name,
-                fired.failure,
-                describe(error) if error is not None else "",
-                exc_info=error,
-            )
+        if error is not None:  # any exception, SystemExit included, is the hook's failure
+            told = error if isinstance(error, DiscoveryFailed) else DiscoveryFailed(error)
+            fired.failure = told.failure_class
+            line = f"discovery of {automation.name} failed ({told.failure_class}: {told.message})"
+            log.error("%s; nothing was written\n%s", line, told.trace)
+            if told.too_many and self.failures is not None:  # what the hook raised is counted
+                self.failures.add(line)  # by its wrapper (watch.py); this it did not raise
             return fired
-        for d in found:
+        for d in found or ():
             if d is None:
                 fired.rejected += 1
                 continue
@@ -210,12 +211,22 @@ class Scheduler:
 
 def accepted(entry: Any) -> Discovered | None:
     """An entry discovery listed, as a key and input of exact built-in values; ``None`` when
-    it is rejected. Runs within the discovery's time (``hooks.list_discovered``): the entry's
-    own ``__str__`` or mapping methods are the hook's code."""
+    it is rejected. Runs within the discovery's time (``discovering.list_discovered``): the
+    entry's own ``__str__`` or mapping methods are the hook's code. The key is taken as the
+    text it is (a ``str`` subclass's own methods are never asked), and the input is checked,
+    copied, and the copy checked again: what is written is the copy, and an input that reads
+    differently the second time is rejected."""
     d = discovered(entry)
-    if d is None or not d.key or len(d.key) > MAX_KEY or "\x00" in d.key or outside_limits(d):
+    if d is None or not isinstance(d.input, Mapping):
         return None
-    return Discovered(str.__str__(d.key), plain_value(d.input))
+    key = str.__str__(d.key)
+    if item_key_problem(key) is not None or outside_limits(key, d.input):
+        return None
+    try:
+        copied = plain_value(d.input)
+    except Exception:  # a mapping that changed under the check, or lied to it
+        return None
+    return None if outside_limits(key, copied) else Discovered(key, copied)
 
 
 def discovered(entry: Any) -> Discovered | None:
@@ -229,8 +240,8 @@ def discovered(entry: Any) -> Discovered | None:
     return found if isinstance(found.key, str) else None
 
 
-def outside_limits(found: Discovered) -> bool:
+def outside_limits(key: str, input: Any) -> bool:
     """A discovered key or input the input boundary refuses (nothing of it is written)."""
-    if not isinstance(found.input, Mapping):
+    if not isinstance(input, Mapping):
         return True
-    return bool(limit_violations({"key": found.key, "input": found.input}, "$.discover"))
+    return bool(limit_violations({"key": key, "input": input}, "$.discover"))

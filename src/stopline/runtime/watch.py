@@ -15,7 +15,7 @@ import dataclasses
 import functools
 import inspect
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +62,9 @@ def _declared(automation: Automation, exc: BaseException) -> bool:
 
 
 def _wrap_discover(a: Automation, failures: HookFailures) -> Callable[[HookContext], Any]:
+    """``a.discover`` as a generator of what it lists, entry by entry, so that whoever reads it
+    (``discovering.list_discovered``) keeps its limits and can stop reading it: a copy of the whole
+    listing made here would read a listing that never ends forever."""
     hook: Any = a.discover  # plain, async, or an async generator
 
     def failed(exc: Exception) -> None:
@@ -70,11 +73,18 @@ def _wrap_discover(a: Automation, failures: HookFailures) -> Callable[[HookConte
     if inspect.isasyncgenfunction(hook) or is_async(hook):
 
         @functools.wraps(hook)
-        async def discover_async(ctx: HookContext) -> list[Any]:
+        async def discover_async(ctx: HookContext) -> AsyncIterator[Any]:
             try:
                 if inspect.isasyncgenfunction(hook):
-                    return [entry async for entry in hook(ctx)]
-                return list(await hook(ctx))
+                    source = hook(ctx)
+                    try:
+                        async for entry in source:
+                            yield entry
+                    finally:
+                        await source.aclose()
+                else:
+                    for entry in await hook(ctx):
+                        yield entry
             except Exception as exc:
                 failed(exc)
                 raise
@@ -82,9 +92,9 @@ def _wrap_discover(a: Automation, failures: HookFailures) -> Callable[[HookConte
         return discover_async
 
     @functools.wraps(hook)
-    def discover(ctx: HookContext) -> list[Any]:
+    def discover(ctx: HookContext) -> Iterator[Any]:
         try:
-            return list(hook(ctx))  # a generator raises while it is read
+            yield from hook(ctx)  # a generator raises while it is read
         except Exception as exc:
             failed(exc)
             raise
