@@ -32,7 +32,9 @@ PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 def search_text(item: Item) -> str | None:
     """The lower-cased line a search matches, for an item in a stop state (``None`` for any
-    other: only stopped items are searched)."""
+    other: only stopped items are searched). A NUL character a hook left in the texts is
+    dropped: the line is kept in a text column, PostgreSQL refuses a NUL there, and no search
+    holds one."""
     if not item.state.is_stop:
         return None
     parts = [f"{item.automation}/{item.key}"]
@@ -42,7 +44,7 @@ def search_text(item: Item) -> str | None:
         for name in path:
             value = value.get(name) if isinstance(value, Mapping) else None
         parts.append(_text(value))
-    return " ".join(parts).lower()
+    return " ".join(parts).replace("\x00", "").lower()
 
 
 def _text(value: Any) -> str:

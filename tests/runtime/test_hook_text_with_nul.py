@@ -1,0 +1,59 @@
+"""A NUL character in the text a hook's outcome stops its item with (a proposal's action,
+target or rationale, a report's summary, the owner and why of a call for eyes, a failure's
+message): the input limits let a NUL through in a JSON document, and every document holds it.
+The item's inbox search line (a text column) is made of those texts, and PostgreSQL's text
+columns refuse a NUL: the worker must still record the stop, on either store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from stopline import (
+    App,
+    ApprovalPolicy,
+    ApprovalRule,
+    Automation,
+    Evidence,
+    NeedsEyes,
+    Proposal,
+    ReportForReview,
+    RetryLater,
+)
+from stopline.core.policy import RetryPolicy
+from stopline.core.search import search_text
+from stopline.store import Store
+
+from .notice import discovered, drain
+
+OUTCOMES: dict[str, Any] = {
+    "action": (Proposal("pub\x00lish", {}), "awaiting_approval"),
+    "target": (Proposal("publish", {}, target="status\x00page"), "awaiting_approval"),
+    "rationale": (Proposal("publish", {}, rationale="because\x00"), "awaiting_approval"),
+    "summary": (ReportForReview({"summary": "all\x00well"}), "ready_for_review"),
+    "why": (NeedsEyes("look\x00here"), "exception"),
+    "owner": (NeedsEyes("look", owner="ops\x00team"), "exception"),
+    "message": (RetryLater("try\x00again"), "exhausted"),
+}
+
+
+@pytest.mark.parametrize("field", list(OUTCOMES))
+def test_a_nul_in_the_text_an_item_stops_with_is_recorded(store: Store, field: str) -> None:
+    """Before, on PostgreSQL: the decision's write raised ``DataError`` out of
+    ``Worker.tick`` (the loop of ``stopline run``), the item still claimed, and every worker
+    that took it again ended the same way."""
+    outcome, state = OUTCOMES[field]
+    automation = Automation(
+        "ops",
+        lambda ctx: ["k"],
+        lambda ctx: Evidence({}),
+        lambda ctx: outcome,
+        approval=ApprovalPolicy(default=ApprovalRule(approvals=1)),
+        retry=RetryPolicy(max_attempts=1),
+    )
+    drain(discovered(store, App([automation])))
+    (item,) = store.list_items(automation="ops")
+    assert item.state.value == state
+    line = search_text(item)
+    assert line is not None and "\x00" not in line and line.startswith("ops/k ")
