@@ -19,6 +19,7 @@ from typing import Any
 from ..core import limits, severity
 from ..core.artifacts import Artifact, Asset
 from ..core.commands import QAResult
+from ..core.limits import text_problem
 from ..core.severity import SEVERITIES
 from .outcomes import (
     Deliver,
@@ -60,6 +61,7 @@ SHAPES: dict[type, dict[str, tuple[type, ...]]] = {
     },
     Asset: {"name": (str,), "media_type": (str,), "data": (bytes,)},
 }
+TEXTS = frozenset({(Artifact, "key")})  # text every record of a delivery names, a column too
 MEMBERS: dict[tuple[type, str], type] = {  # what each member of a sequence field must be
     (Deliver, "artifacts"): Artifact,
     (Artifact, "assets"): Asset,
@@ -107,6 +109,11 @@ def shape_problems(output: Any, path: str) -> list[str]:
                 wanted = " or ".join("None" if t is NoneType else t.__name__ for t in allowed)
                 found.append(f"{at}.{name}: is {type(member).__name__}, not {wanted}")
                 continue
+            if any(isinstance(value, t) and n == name for t, n in TEXTS):
+                problem = text_problem(str.__str__(member))
+                if problem is not None:
+                    found.append(f"{at}.{name}: {problem}")
+                    continue
             element_type = next(
                 (m for (t, n), m in MEMBERS.items() if n == name and isinstance(value, t)), None
             )
