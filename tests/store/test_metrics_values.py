@@ -123,6 +123,7 @@ def test_an_empty_store_renders_zeros_where_a_series_is_fixed(store: Store) -> N
         "stopline_automation_items",
         "stopline_work_oldest_age_seconds",
         "stopline_worker_heartbeat_age_seconds",
+        "stopline_worker_clock_skew_seconds",
         "stopline_step_duration_seconds",
         "stopline_notify_endpoint_disabled",
     ):
@@ -216,6 +217,22 @@ def test_workers_are_live_up_to_fifteen_seconds_and_each_shows_its_age(store: St
     assert family(later, "stopline_workers") == [
         'stopline_workers{status="live"} 1',
         'stopline_workers{status="stale"} 3',
+    ]
+
+
+def test_a_workers_clock_skew_is_exported_when_its_heartbeat_carries_one(store: Store) -> None:
+    """A worker on PostgreSQL measures its clock against the server's; the gauge is what its
+    last heartbeat said (none for a worker that never measured, as on SQLite)."""
+    beats = store.heartbeats
+    beats.beat(
+        "w-off", "h1", 7, ["ops"], T0, NOW, {"steps": 0, "clock_skew": 42.5, "clock_off": True}
+    )
+    beats.beat("w-on", "h2", 7, ["ops"], T0, NOW, {"steps": 0, "clock_skew": -0.004})
+    beats.beat("w-lite", "h3", 7, ["ops"], T0, NOW, {"steps": 0})
+    name = "stopline_worker_clock_skew_seconds"
+    assert family(render(store.insights, NOW), name) == [
+        f'{name}{{host="h1",worker="w-off"}} 42.5',
+        f'{name}{{host="h2",worker="w-on"}} -0.004',
     ]
 
 

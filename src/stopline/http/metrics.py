@@ -220,6 +220,12 @@ def _workers(insights: Insights, now: datetime) -> list[Family]:
         "gauge",
         "Seconds since each worker's last heartbeat.",
     )
+    skew = Family(
+        "stopline_worker_clock_skew_seconds",
+        "gauge",
+        "Seconds each worker's clock is from the database server's (PostgreSQL; past 30 s the "
+        "worker claims nothing).",
+    )
     steps = Family(
         "stopline_step_duration_seconds",
         "histogram",
@@ -232,6 +238,9 @@ def _workers(insights: Insights, now: datetime) -> list[Family]:
         seconds = beat.age(now)
         counts["live" if seconds <= LIVE_AFTER else "stale"] += 1
         age.add(round(seconds, 3), worker=beat.worker, host=beat.host)
+        off = beat.stats.get("clock_skew")
+        if isinstance(off, int | float) and not isinstance(off, bool):
+            skew.add(round(float(off), 3), worker=beat.worker, host=beat.host)
         for automation, h in (beat.stats.get("step_seconds") or {}).items():
             m = merged.setdefault(
                 automation, {"buckets": [0] * len(STEP_BUCKETS), "count": 0, "sum": 0.0}
@@ -251,7 +260,7 @@ def _workers(insights: Insights, now: datetime) -> list[Family]:
     )
     for endpoint in insights.disabled_endpoints():
         disabled.add(1, endpoint=endpoint.url)
-    return [build, live, age, steps, disabled]
+    return [build, live, age, skew, steps, disabled]
 
 
 def render(insights: Insights, now: datetime) -> str:
