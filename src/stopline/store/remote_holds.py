@@ -5,8 +5,9 @@ object; nothing in one item's record keeps a target from answering two items wit
 Before an item binds an object that a target created or found, the delivery driver takes it
 here (:meth:`RemoteHolds.take`), keyed by the target's name and the object's remote id: the
 first item to take an object holds it for good, and the answer names the holder, so any other
-item is stopped before it binds. One statement takes and one reads, in one transaction, so two
-items racing for one object see the same holder. The SQL is in ``sql/common/remote_holds.sql``.
+item is stopped before it binds. A hold found is final (none is ever moved); an object not
+held yet is taken by one statement and read back in the same transaction, so two items racing
+for one object see the same holder. The SQL is in ``sql/common/remote_holds.sql``.
 """
 
 from __future__ import annotations
@@ -49,6 +50,11 @@ class SQLRemoteHolds:
         self, target: str, remote_id: str, item_id: str, artifact_key: str, now: datetime
     ) -> Holder:
         key = {"target": target, "remote_id": remote_id}
+        with self._store._read() as cur:  # a hold never moves: one read is the answer, and an
+            cur.execute(self._q["remote_holder"], key)  # update or read-back of an object the
+            row = cur.fetchone()  # item holds (the common case) takes no writer's turn
+        if row is not None:
+            return Holder(str(row["item_id"]), str(row["artifact_key"]))
         with self._store._write() as cur:
             cur.execute(
                 self._q["take_remote"],
