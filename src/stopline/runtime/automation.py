@@ -18,6 +18,7 @@ from ..core.policy import ApprovalPolicy, DeliveryPolicy, Policy, RetryPolicy
 from ..core.records import Item
 from ..targets.base import Target
 from .outcomes import TerminalError, TransientError
+from .target_names import shared_target_problem
 
 
 @dataclass(frozen=True)
@@ -249,6 +250,10 @@ class App:
                 raise ValueError(f"the roles of actor {name!r} are a list, not the text {roles!r}")
             for role in roles:
                 require_normal(ROLE, role)
+        targets = {a.name: a.target for a in self.automations if a.target is not None}
+        shared = shared_target_problem(targets)
+        if shared:
+            raise ValueError(shared)
         similar = lookalikes(self.actors)
         if similar:
             a, b = similar[0]

@@ -27,7 +27,7 @@ from ..store import Store
 from ..targets.base import RemoteMissing, RemoteRef, Target, TargetError
 from ..targets.registry import UnknownTarget, from_description
 from .loader import load_app
-from .remote_calls import target_name
+from .target_names import target_name
 
 
 class CommandLayer(Protocol):

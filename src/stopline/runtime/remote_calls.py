@@ -28,6 +28,7 @@ from ..targets.base import (
 )
 from .hooks import HookTimeout, class_name, describe
 from .outcomes import TransientError
+from .target_names import target_name
 
 if TYPE_CHECKING:
     from .step import Step
@@ -151,15 +152,3 @@ def hold(step: Step, target: Target, key: str, remote_id: str) -> None:
             f"the object {remote_id!r} of target {name!r}, for artifact {key!r}, is held by "
             f"{whose} artifact {holder.artifact_key!r}",
         )
-
-
-def target_name(target: Target) -> str:
-    """The name a target's objects are held under: its ``name``, or its class's when that
-    cannot be read or is no name (its code, as a hook's is)."""
-    try:
-        name = target.name
-    except Exception:
-        name = None
-    if not isinstance(name, str) or remote_text_problem(name):
-        return type(target).__name__
-    return str.__str__(name)
