@@ -116,6 +116,11 @@ class Automation:
     the worker's event loop, beside the other items' hooks. ``concurrency`` is the most items of
     this automation one worker process runs at once (``None``: as many as the worker's own
     ``--concurrency`` allows).
+
+    ``max_open_items`` is the most of its items that may stand unended (in any state but
+    ``completed``, ``revision_completed``, ``closed`` and ``failed``; stopped ones count):
+    past it, discovery creates no new item, and the keys it held back are created by a later
+    discovery that lists them once items have ended (``None``: no limit).
     """
 
     name: str
@@ -138,6 +143,7 @@ class Automation:
     description: str = ""
     severity: str | None = None  # of its proposals that name none (core/severity.py)
     concurrency: int | None = None
+    max_open_items: int | None = 10_000
 
     def __post_init__(self) -> None:
         severity.require(self.severity, f"severity of automation {self.name!r}")
@@ -158,6 +164,9 @@ class Automation:
             or self.concurrency < 1
         ):
             raise ValueError(f"concurrency of {self.name} must be a whole number of at least 1")
+        most = self.max_open_items
+        if most is not None and (isinstance(most, bool) or not isinstance(most, int) or most < 1):
+            raise ValueError(f"max_open_items of {self.name} must be a whole number of at least 1")
         # Names declared in code are refused unless already in the one normal form (see
         # core/names.py): no '/', so AUTOMATION/KEY splits at its first '/'.
         require_normal(AUTOMATION, self.name)

@@ -50,6 +50,7 @@ class Fired:
     new: int = 0
     existing: int = 0
     rejected: int = 0
+    held_back: int = 0  # new keys not created: the automation's max_open_items were open
     failure: str | None = None  # the hook raised (its class) or ran past its time (hook_timeout)
 
 
@@ -172,19 +173,31 @@ class Scheduler:
             if told.too_many and self.failures is not None:  # what the hook raised is counted
                 self.failures.add(line)  # by its wrapper (watch.py); this it did not raise
             return fired
+        room = self._room(automation)
         for d in found or ():
             if d is None:
                 fired.rejected += 1
                 continue
             item_id = new_item_id()
             what = f"discovering {automation.name}/{d.key}"
-            status = self.reconnect.call(what, self._insert, automation, d, item_id, now)
-            if status is Committed.APPLIED:
+            status = self.reconnect.call(what, self._insert, automation, d, item_id, now, room)
+            if status is None:
+                fired.held_back += 1
+            elif status is Committed.APPLIED:
                 fired.new += 1
+                room = None if room is None else room - 1
             elif status is Committed.REFUSED:  # audited, like every refusal
                 fired.rejected += 1
             else:
                 fired.existing += 1
+        if fired.held_back:
+            log.warning(
+                "discovery of %s created no item for %d new keys: %d of its items are open, "
+                "its max_open_items; they are created once items end",
+                automation.name,
+                fired.held_back,
+                automation.max_open_items,
+            )
         self.reconnect.call(
             f"recording the discovery of {automation.name}",
             self.store.set_last_discovery,
@@ -193,15 +206,37 @@ class Scheduler:
         )
         return fired
 
+    def _room(self, automation: Automation) -> int | None:
+        """How many new items the automation's ``max_open_items`` leaves room for (``None``:
+        no limit). Read once a discovery: schedulers on several hosts may each fill it once."""
+        most = automation.max_open_items
+        if most is None:
+            return None
+        open_now = self.reconnect.call(
+            f"counting the open items of {automation.name}",
+            self.store.open_items,
+            automation.name,
+            most,
+        )
+        return max(most - open_now, 0)
+
     def _insert(
-        self, automation: Automation, d: Discovered, item_id: str, now: datetime
-    ) -> Committed:
+        self,
+        automation: Automation,
+        d: Discovered,
+        item_id: str,
+        now: datetime,
+        room: int | None = None,
+    ) -> Committed | None:
         """Insert the key as item ``item_id`` unless the key exists: ``applied`` when this call
         (or an earlier run of it whose reply was lost: the item found has ``item_id``) wrote it,
-        ``lost`` when the key was there, ``refused`` (audited) when the core refused it."""
+        ``lost`` when the key was there, ``refused`` (audited) when the core refused it, and
+        ``None`` (nothing written) for a new key when ``room`` is 0."""
         existing = self.store.find(automation.name, d.key)
         if existing is not None:
             return Committed.APPLIED if existing.id == item_id else Committed.LOST
+        if room is not None and room <= 0:
+            return None
         command = Discover(
             item_id=item_id, automation=automation.name, key=d.key, input=dict(d.input)
         )

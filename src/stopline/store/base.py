@@ -266,6 +266,11 @@ class SQLStore(SQLLeases):
             row = cur.fetchone()
         return None if row is None else self._from_time(row["last_run_at"])
 
+    def open_items(self, automation: str, most: int) -> int:
+        with self._read() as cur:
+            cur.execute(self.q["open_items"], {"automation": automation, "most": most})
+            return int(cur.fetchone()["n"])
+
     def set_last_discovery(self, automation: str, at: datetime) -> None:
         with self._write() as cur:
             cur.execute(self.q["set_schedule"], {"automation": automation, "at": self._time(at)})

@@ -257,6 +257,11 @@ class Store(Protocol):
 
     def last_discovery(self, automation: str) -> datetime | None: ...
 
+    def open_items(self, automation: str, most: int) -> int:
+        """How many of ``automation``'s items have not ended (any state but a terminal one),
+        counted up to ``most``."""
+        ...
+
     # what verify reads
     def ledger(self) -> list[LedgerEntry]: ...
 
