@@ -165,6 +165,31 @@ def test_discovery_runs_once_per_period(store: Store) -> None:
     assert store.last_discovery("ops") == clock.now
 
 
+def test_a_last_discovery_recorded_in_the_future_does_not_hold_discovery_off(
+    store: Store,
+) -> None:
+    """A writer of the database sets the schedule's last run a year ahead: before, discovery
+    of the automation stopped for a year, silently. A last run later than now by more than
+    two clocks may differ is untrue: the scheduler runs discovery now (and records it)."""
+    calls: list[int] = []
+
+    def found() -> list[str]:
+        calls.append(1)
+        return ["a"]
+
+    s = scheduler(store, found)
+    clock = s.clock
+    assert isinstance(clock, Clock)
+    s.tick()
+    store.set_last_discovery("ops", T0 + timedelta(days=365))  # what the writer does
+    clock.now = T0 + timedelta(seconds=EVERY)
+    assert s.next_fire() == clock.now
+    assert [f.existing for f in s.tick()] == [1] and len(calls) == 2
+    assert store.last_discovery("ops") == clock.now
+    store.set_last_discovery("ops", clock.now + timedelta(seconds=20))  # within the skew
+    assert s.tick() == [] and len(calls) == 2
+
+
 # --- registering: names and seeded actors --------------------------------------------------
 
 

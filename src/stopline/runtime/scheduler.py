@@ -27,6 +27,7 @@ from ..core.records import Actor
 from ..core.step import Context
 from ..store import Store
 from .automation import App, Automation, Discovered, HookContext
+from .clock_check import MAX_SKEW
 from .commit import Committed, commit
 from .discovering import DiscoveryFailed, list_discovered
 from .hook_output import limit_violations, plain_value
@@ -38,6 +39,7 @@ log = logging.getLogger("stopline.scheduler")
 MAX_KEY = MAX_ITEM_KEY
 MAX_DISCOVERED = DEFAULT.max_members  # entries one discovery may list: one document's array
 SCHEDULER = "scheduler"  # who the audit names for a refused discovery
+FUTURE_SKEW = timedelta(seconds=MAX_SKEW)  # a last discovery later than now by more is untrue
 
 
 def new_item_id() -> str:
@@ -126,8 +128,23 @@ class Scheduler:
             automation.name,
         )
 
-    def due(self, automation: Automation, now: datetime) -> bool:
+    def _last_run(self, automation: Automation, now: datetime) -> datetime | None:
+        """When the automation's discovery last ran; ``None`` (run it now) when never, or when
+        the stored time lies past ``now`` by more than two clocks may differ: only a writer of
+        the database puts it there, and it would hold discovery off until then."""
         last = self._last_discovery(automation)
+        if last is not None and last > now + FUTURE_SKEW:
+            log.warning(
+                "the last discovery of %s is recorded at %s, after now (%s): run it now",
+                automation.name,
+                last.isoformat(),
+                now.isoformat(),
+            )
+            return None
+        return last
+
+    def due(self, automation: Automation, now: datetime) -> bool:
+        last = self._last_run(automation, now)
         return last is None or now >= last + timedelta(seconds=automation.every)
 
     def tick(self, *, force: bool = False) -> list[Fired]:
@@ -137,10 +154,9 @@ class Scheduler:
     def next_fire(self) -> datetime | None:
         times = []
         for automation in self.app.automations:
-            last = self._last_discovery(automation)
-            times.append(
-                self.clock() if last is None else last + timedelta(seconds=automation.every)
-            )
+            now = self.clock()
+            last = self._last_run(automation, now)
+            times.append(now if last is None else last + timedelta(seconds=automation.every))
         return min(times) if times else None
 
     def fire(self, automation: Automation) -> Fired:
