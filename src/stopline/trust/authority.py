@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from .documents import (
     TOKEN,
     MalformedDocument,
     Signed,
+    signing_bytes,
 )
 from .env import TRUST_ROOT_ENV as TRUST_ROOT_ENV
 from .keys import KeyError_, PublicKey, read_public_keys
@@ -136,8 +138,18 @@ class Authority:
     @classmethod
     def build(cls, trust: Trust, documents: Iterable[tuple[str, Mapping[str, Any]]]) -> Authority:
         """``documents``: ``(change, detail)`` of the registry events that carry signed
-        documents, in chain order."""
+        documents, in chain order.
+
+        What a document means does not depend on where the chain holds it: anyone who can
+        write the database can append a root-signed document again with a correct hash, or
+        rewrite the chain in another order. So a document recorded twice counts once (and is
+        a problem), the latest certificate of a key is the one issued last (chain order only
+        among those issued at the same instant), and a revocation revokes every matching
+        certificate issued at or before its time, wherever either sits in the chain, as well
+        as any the chain held before it."""
         authority = cls(trust)
+        revocations: list[tuple[int, str, Any, datetime]] = []
+        seen: set[bytes] = set()
         for change, detail in documents:
             if change not in SIGNED_CHANGES:
                 continue  # token issues are checked where a token is used
@@ -151,47 +163,49 @@ class Authority:
                     f"{change} of {_subject(signed)}: not signed by a trust root key"
                 )
                 continue
+            once = signing_bytes(signed.body)
+            if once in seen:
+                authority.problems.append(
+                    f"{change} of {_subject(signed)}: the same signed document recorded again "
+                    "(a replay: it counts once)"
+                )
+                continue
+            seen.add(once)
             try:
                 if change == CERTIFY and signed.kind == CERTIFICATE:
-                    authority._certify(signed.body)
+                    authority.history.append(_certificate(signed.body))
                 elif change == REVOKE_KEY and signed.kind == REVOCATION:
-                    authority._revoke(signed.body)
+                    body = signed.body
+                    at = parse_time(str(body["at"]))
+                    held = len(authority.history)  # the certificates the chain held before it
+                    revocations.append((held, str(body["actor"]), body.get("key"), at))
                 else:
                     authority.problems.append(f"{change}: a {signed.kind} in the wrong place")
             except (KeyError, KeyError_, TypeError, ValueError, CanonicalError) as exc:
                 authority.problems.append(f"{change}: malformed {signed.kind}: {exc}")
+        authority._settle(revocations)
         return authority
 
-    def _replace(self, old: Certified, new: Certified) -> None:
-        self.history[self.history.index(old)] = new
-        if self.certificates.get(new.key.fingerprint) is old:
-            self.certificates[new.key.fingerprint] = new
-
-    def _certify(self, body: Mapping[str, Any]) -> None:
-        key = PublicKey.parse(str(body["key"]))
-        expires = body.get("expires_at")
-        cert = Certified(
-            actor=check_actor_name(str(body["actor"])),
-            key=key,
-            roles=frozenset(str(r) for r in body.get("roles", ())),
-            purposes=frozenset(str(p) for p in body.get("purposes", (SIGN,))),
-            issued_at=parse_time(str(body["issued_at"])),
-            expires_at=None if expires is None else parse_time(str(expires)),
-        )
-        previous = self.certificates.get(key.fingerprint)
-        if previous is not None and previous.superseded_at is None:
-            self._replace(previous, replace(previous, superseded_at=cert.issued_at))
-        self.history.append(cert)
-        self.certificates[key.fingerprint] = cert
-
-    def _revoke(self, body: Mapping[str, Any]) -> None:
-        actor, fingerprint = str(body["actor"]), body.get("key")
-        at = parse_time(str(body["at"]))
-        for cert in list(self.history):
-            if cert.actor != actor or cert.revoked:
-                continue
-            if fingerprint is None or cert.key.fingerprint == fingerprint:
-                self._replace(cert, replace(cert, revoked_at=at))
+    def _settle(self, revocations: Sequence[tuple[int, str, Any, datetime]]) -> None:
+        """Each key's certificates superseded in the order they were issued, then revoked."""
+        by_key: dict[str, list[int]] = {}
+        for n, cert in enumerate(self.history):
+            by_key.setdefault(cert.key.fingerprint, []).append(n)
+        for fingerprint, numbers in by_key.items():
+            issued = sorted(numbers, key=lambda n: self.history[n].issued_at)  # stable: ties
+            for earlier, later in pairwise(issued):
+                successor = self.history[later].issued_at
+                self.history[earlier] = replace(self.history[earlier], superseded_at=successor)
+            by_key[fingerprint] = issued
+        for held, actor, fingerprint, at in revocations:
+            for n, cert in enumerate(self.history):
+                if cert.actor != actor or fingerprint not in (None, cert.key.fingerprint):
+                    continue
+                if (n < held or cert.issued_at <= at) and (
+                    cert.revoked_at is None or at < cert.revoked_at
+                ):
+                    self.history[n] = replace(cert, revoked_at=at)  # the earliest one stands
+        self.certificates = {f: self.history[issued[-1]] for f, issued in by_key.items()}
 
     def actors(self, now: datetime) -> dict[str, Actor]:
         """Every actor with a live signing certificate, holding exactly its certified roles."""
@@ -261,6 +275,19 @@ class Authority:
         elif SPEAK_FOR not in cert.purposes or signed.body.get("via") != cert.actor:
             problems.append(f"signed by {cert.actor}, who may not speak for {actor}")
         return problems
+
+
+def _certificate(body: Mapping[str, Any]) -> Certified:
+    """The certificate a root-signed ``stopline.certificate`` body gives."""
+    expires = body.get("expires_at")
+    return Certified(
+        actor=check_actor_name(str(body["actor"])),
+        key=PublicKey.parse(str(body["key"])),
+        roles=frozenset(str(r) for r in body.get("roles", ())),
+        purposes=frozenset(str(p) for p in body.get("purposes", (SIGN,))),
+        issued_at=parse_time(str(body["issued_at"])),
+        expires_at=None if expires is None else parse_time(str(expires)),
+    )
 
 
 def _subject(signed: Signed) -> str:
