@@ -1031,3 +1031,85 @@ def summary(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
 
 
 __all__ = ["CATALOGUE", "VAULT_APP", "Edit", "Move", "summary"]
+
+
+# rows swapped, moved, copied (the attacker review of 2026-12-07) ------------------------------
+
+EVENT_COLUMNS = ("at", "actor", "change", "detail", "prev_hash", "hash")
+
+
+def _event_row(a: Attacker, where: str) -> dict[str, Any]:
+    return a.rows(f"SELECT * FROM actor_events WHERE {where} ORDER BY id")[0]
+
+
+def _put_event_row(a: Attacker, row_id: int, row: dict[str, Any], **changed: Any) -> None:
+    """Write ``row``'s columns (all but its id) over the registry event ``row_id``."""
+    values = {c: row[c] for c in EVENT_COLUMNS} | changed
+    if not isinstance(values["detail"], str):
+        values["detail"] = a.json(values["detail"])
+    sets = ", ".join(f"{c} = :{c}" for c in EVENT_COLUMNS)
+    a.sql(f"UPDATE actor_events SET {sets} WHERE id = :id", {**values, "id": row_id})
+
+
+@edit(
+    "two actors' rows swapped (an approver's and a viewer's roles and state: their names swapped)",
+    findings=(("actor", "registry_mismatch"),),
+    moves=(approve("pay-waiting", "dana"), RUN),
+)
+def actor_rows_swapped(a: Attacker, base: Base) -> None:
+    rows = {r["name"]: r for r in a.rows("SELECT * FROM actors WHERE name IN ('bob', 'dana')")}
+    for name, other in (("bob", "dana"), ("dana", "bob")):
+        a.sql(
+            "UPDATE actors SET roles = :roles, active = :active WHERE name = :name",
+            {"roles": rows[other]["roles"], "active": rows[other]["active"], "name": name},
+        )
+
+
+@edit(
+    "a revocation moved before the event the chain held ahead of it (the two rows swapped, "
+    "ids kept), the table made to match",
+    findings=(("registry", "chain_broken"),),
+    moves=(approve("pay-waiting", "rita"), RUN),
+)
+def registry_events_reordered(a: Attacker, base: Base) -> None:
+    revoke = _event_row(a, "actor = 'rita' AND change = 'revoke'")
+    before = a.rows("SELECT * FROM actor_events WHERE id < :id ORDER BY id DESC", revoke)[0]
+    _put_event_row(a, before["id"], revoke)
+    _put_event_row(a, revoke["id"], before)
+    a.sql("UPDATE actors SET active = :yes WHERE name = 'rita'", {"yes": True})
+
+
+@edit(
+    "an approver's grant event copied to a viewer, appended as it is (its hash kept), the "
+    "table made to match",
+    findings=(("registry", "chain_broken"),),
+    moves=(approve("pay-waiting", "dana"), RUN),
+)
+def registry_grant_copied(a: Attacker, base: Base) -> None:
+    grant = _event_row(a, "actor = 'bob' AND change = 'add'")
+    values = {c: grant[c] for c in EVENT_COLUMNS} | {"actor": "dana"}
+    a.sql(
+        "INSERT INTO actor_events (at, actor, change, detail, prev_hash, hash)"
+        " VALUES (:at, :actor, :change, :detail, :prev_hash, :hash)",
+        {
+            **values,
+            "detail": values["detail"]
+            if isinstance(values["detail"], str)
+            else a.json(values["detail"]),
+        },
+    )
+    a.sql("UPDATE actors SET roles = :r WHERE name = 'dana'", {"r": a.json(["approver", "viewer"])})
+
+
+@edit(
+    "a revoked actor's revocation replaced by an earlier event of her own (her grant, copied "
+    "whole over it), the table made to match",
+    findings=(("registry", "chain_broken"),),
+    moves=(approve("pay-waiting", "rita"), RUN),
+)
+def revoked_actor_rolled_back(a: Attacker, base: Base) -> None:
+    grant = _event_row(a, "actor = 'rita' AND change = 'add'")
+    revoke = _event_row(a, "actor = 'rita' AND change = 'revoke'")
+    _put_event_row(a, revoke["id"], grant)
+    a.sql("UPDATE actors SET active = :yes WHERE name = 'rita'", {"yes": True})
+    a.sql("UPDATE tokens SET revoked_at = NULL WHERE actor = 'rita'")
