@@ -48,6 +48,7 @@ from .core.registry import Registry
 from .core.states import State
 from .core.step import Context, bind_idempotency, idempotency_digest
 from .core.verify import verify_item
+from .idempotency import stored_decision
 from .registrar import Registrar
 from .runtime.commit import Commit, Committed, Writer, commit
 from .store import Store
@@ -122,8 +123,8 @@ class Controller(Registrar):
             return self._commit(refused(item, [Reason.INVALID_INPUT], ref), command, now).decision
         if idempotency_key and text_problem(idempotency_key) is not None:
             return self._commit(refused(item, [Reason.INVALID_INPUT], ref), command, now).decision
-        if idempotency_key:
-            seen = self.store.idempotency(idempotency_key)
+        if idempotency_key:  # the actor's own key (a key another actor sent is another)
+            idempotency_key, seen = stored_decision(self.store, command, idempotency_key)
             if seen is not None:
                 return self._replay(item, ref, seen, command_digest, command, now)
         decision = self._decide(item, ref, command, now)

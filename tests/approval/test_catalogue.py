@@ -292,19 +292,21 @@ def test_rejected_digest_stays_rejected_when_reproposed_unchanged(env: Env) -> N
 
 
 def test_idempotency_key_reused_for_another_command(env: Env) -> None:
-    """A key used by one approval and presented with another command is refused, zero writes."""
+    """A key used by one approval and presented by its actor with another command is refused,
+    zero writes. A key is its actor's own: the same key from another actor is another key."""
     items = env.setup(keys=("k1", "k2"), approvals=2)
     ref, other = items["k1"]["id"], items["k2"]["id"]
     digest = env.digest(ref)
     env.cli_ok(*approve(ref, digest, "bob", "--idempotency-key", "K1"))
     reuse = ["idempotency_key_reuse"]
-    env.refused(approve(ref, digest, "erin", "--idempotency-key", "K1"), reuse)
     env.refused(approve(other, env.digest(other), "bob", "--idempotency-key", "K1"), reuse)
     env.refused(
-        ["reject", ref, "--actor", "alice", "--reason", "no", "--idempotency-key", "K1"], reuse
+        ["reject", ref, "--actor", "bob", "--reason", "no", "--idempotency-key", "K1"], reuse
     )
     view = env.show(ref)
     assert (view["state"], view["proposal"]["approvals_text"]) == ("awaiting_approval", "1 of 2")
+    erin = env.cli_ok(*approve(ref, digest, "erin", "--idempotency-key", "K1"))
+    assert (erin["decision"], erin["state"]) == ("applied", "approved")
 
 
 def test_idempotency_key_replayed_with_the_same_command(env: Env) -> None:

@@ -809,6 +809,8 @@ def policy_version_edited(a: Attacker, base: Base) -> None:
 
 # idempotency keys ---------------------------------------------------------------------------
 
+STORED_KEY = f"alice/{IDEMPOTENCY_KEY}"  # alice's key, as it is stored (her own)
+
 
 @edit(
     "an idempotency key row deleted",
@@ -816,7 +818,7 @@ def policy_version_edited(a: Attacker, base: Base) -> None:
     moves=(approve("pay-approved", "alice", "--idempotency-key", IDEMPOTENCY_KEY), RUN),
 )
 def idempotency_deleted(a: Attacker, base: Base) -> None:
-    a.sql("DELETE FROM idempotency WHERE key = :k", {"k": IDEMPOTENCY_KEY})
+    a.sql("DELETE FROM idempotency WHERE key = :k", {"k": STORED_KEY})
 
 
 @edit(
@@ -848,12 +850,12 @@ def idempotency_added(a: Attacker, base: Base) -> None:
     moves=(approve("pay-approved", "alice", "--idempotency-key", IDEMPOTENCY_KEY), RUN),
 )
 def idempotency_decision_edited(a: Attacker, base: Base) -> None:
-    row = a.rows("SELECT decision FROM idempotency WHERE key = :k", {"k": IDEMPOTENCY_KEY})[0]
+    row = a.rows("SELECT decision FROM idempotency WHERE key = :k", {"k": STORED_KEY})[0]
     decision = json.loads(row["decision"])
     decision["state"] = "completed"
     a.sql(
         "UPDATE idempotency SET decision = :d WHERE key = :k",
-        {"d": json.dumps(decision), "k": IDEMPOTENCY_KEY},
+        {"d": json.dumps(decision), "k": STORED_KEY},
     )
 
 

@@ -46,7 +46,7 @@ def _entry_section(entry: Entry) -> list[str]:
     if entry.idempotent:
         out += [
             "Takes an `Idempotency-Key` header (or `idempotency_key` in the body; both given"
-            " must agree).",
+            " must agree), the caller's own (see [Idempotency keys](records.md#idempotency-keys)).",
             "",
         ]
     return out

@@ -13,6 +13,7 @@ from .commands import ActorCommand, WorkerCommand
 from .decision import Decision, Outcome, refused
 from .frozen import FrozenDict, freeze
 from .integrity import item_seal
+from .limits import text_problem
 from .policy import Policy
 from .reasons import Reason
 from .records import Actor, Event, Item, evolve
@@ -198,6 +199,18 @@ def _author(by: By, ctx: Context) -> Author:
 
 def refuse_if(item: Item, reasons: list[str]) -> Decision | None:
     return refused(item, reasons) if reasons else None
+
+
+def scoped_key(command: object, key: str) -> str:
+    """What an idempotency key is stored as. A person's key is their own, ``ACTOR/KEY`` (no
+    actor name holds a ``/``): the same key sent by another actor neither answers with the
+    first actor's decision nor blocks their own command. A command no person gives (or one
+    whose actor is not valid text, which no actor is) keeps the key as given, as every key was
+    stored before keys were the actor's own."""
+    actor = command.actor if isinstance(command, ActorCommand) else None
+    if not isinstance(actor, str) or text_problem(actor) is not None:
+        return key
+    return f"{actor}/{key}"
 
 
 def idempotency_digest(key: str) -> str:

@@ -37,8 +37,9 @@ IDEMPOTENCY_PARAM = {
     "name": "Idempotency-Key",
     "in": "header",
     "required": False,
-    "description": "The same key with the same command replays the original decision as "
-    "zero_write; with a different command it is refused idempotency_key_reuse.",
+    "description": "The caller's own key: the same key with the same command replays the "
+    "original decision as zero_write; with a different command it is refused "
+    "idempotency_key_reuse. Another actor's key is another key.",
     "schema": {
         "type": "string",
         "minLength": 1,

@@ -23,6 +23,7 @@ from ..core.delivery_plan import artifact_records
 from ..core.policy import Policy
 from ..core.reasons import Reason
 from ..core.records import Item
+from ..idempotency import stored_decision
 from ..store import Store
 from ..targets.base import RemoteMissing, RemoteRef, Target, TargetError
 from ..targets.registry import UnknownTarget, from_description
@@ -82,7 +83,10 @@ def reconcile(
     item = commands.item(ref)
     if item is None:
         return commands.run(ref, nothing_found)
-    replay = idempotency_key is not None and commands.store.idempotency(idempotency_key)
+    replay = (
+        idempotency_key is not None
+        and stored_decision(commands.store, nothing_found, idempotency_key)[1]
+    )
     if not replay:
         # The rules that need no lookup come first: a refused reconcile makes no remote call.
         preview = commands.preview(ref, nothing_found)
