@@ -86,7 +86,14 @@ def build_app(
 
     def execute(ctx: HookContext) -> Deliver:
         assert ctx.item is not None and ctx.proposal is not None
-        record(path, hook="execute", item=ctx.item.id, digest=ctx.proposal["digest"])
+        proposal = ctx.proposal
+        record(
+            path,
+            hook="execute",
+            item=ctx.item.id,
+            digest=proposal["digest"],
+            params=proposal["params"],
+        )
         return Deliver(result={"refunded": ctx.proposal["params"]["amount"]})
 
     automation = Automation(
