@@ -154,3 +154,16 @@ def test_a_certificate_issued_after_a_revocation_is_not_revoked_by_it() -> None:
     assert set(Authority.build(TRUST, chain).actors(T0 + 3 * HOUR)) == {"alice"}
     reversed_chain = Authority.build(TRUST, chain[::-1])
     assert reversed_chain.actors(T0 + 3 * HOUR) == {}
+
+
+def test_two_certificates_of_one_key_issued_at_the_same_instant_neither_holds() -> None:
+    """Which of two certificates issued at one instant came last, only the chain's order could
+    say, and whoever writes the database chooses that order: an approver and a viewer
+    certificate of one key at the same instant give the key no role in either order."""
+    approver = certificate("alice", ALICE, T0, roles=("approver",))
+    viewer = certificate("alice", ALICE, T0, roles=("viewer",))
+    for chain in ([approver, viewer], [viewer, approver]):
+        authority = Authority.build(TRUST, chain)
+        assert authority.actors(T0 + HOUR) == {}, chain
+        assert authority.roles_at("alice", T0) == set(), chain
+        assert len(authority.problems) == 2 and "same instant" in authority.problems[0]

@@ -20,7 +20,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from ..core.canonical import CanonicalError, parse_time
+from ..core.canonical import CanonicalError, format_time, parse_time
 from ..core.names import check_actor_name
 from ..core.records import Actor
 from .documents import (
@@ -143,9 +143,9 @@ class Authority:
         What a document means does not depend on where the chain holds it: anyone who can
         write the database can append a root-signed document again with a correct hash, or
         rewrite the chain in another order. So a document recorded twice counts once (and is
-        a problem), the latest certificate of a key is the one issued last (chain order only
-        among those issued at the same instant), and a revocation revokes every matching
-        certificate issued at or before its time, wherever either sits in the chain, as well
+        a problem), the latest certificate of a key is the one issued last (of two issued at
+        the same instant neither holds, and that is a problem), and a revocation revokes every
+        matching certificate issued at or before its time, wherever either sits in the chain, as well
         as any the chain held before it."""
         authority = cls(trust)
         revocations: list[tuple[int, str, Any, datetime]] = []
@@ -192,10 +192,23 @@ class Authority:
         for n, cert in enumerate(self.history):
             by_key.setdefault(cert.key.fingerprint, []).append(n)
         for fingerprint, numbers in by_key.items():
-            issued = sorted(numbers, key=lambda n: self.history[n].issued_at)  # stable: ties
+            issued = sorted(numbers, key=lambda n: self.history[n].issued_at)
             for earlier, later in pairwise(issued):
                 successor = self.history[later].issued_at
                 self.history[earlier] = replace(self.history[earlier], superseded_at=successor)
+            tied = {
+                n
+                for pair in pairwise(issued)
+                if self.history[pair[0]].issued_at == self.history[pair[1]].issued_at
+                for n in pair
+            }
+            for n in sorted(tied):  # which came last only the chain's order could say: neither
+                cert = self.history[n]
+                self.history[n] = replace(cert, superseded_at=cert.issued_at)
+                self.problems.append(
+                    f"certify of {cert.actor}: two certificates of one key issued at the same "
+                    f"instant ({format_time(cert.issued_at)}); neither holds"
+                )
             by_key[fingerprint] = issued
         for held, actor, fingerprint, at in revocations:
             for n, cert in enumerate(self.history):
