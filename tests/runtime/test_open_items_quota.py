@@ -6,16 +6,20 @@ and keys that exist are untouched either way. On both stores, a real scheduler a
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from stopline import App, Automation, Evidence, Proposal, TerminalError
+from stopline.core.states import StateClass
 from stopline.runtime.scheduler import Scheduler
 from stopline.runtime.worker import Worker
-from stopline.store import Store
+from stopline.store import Store, open_store
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)  # in the past: items are due at once
 WAIT = 60.0  # seconds the worker is given to end three items (never reached when it does)
@@ -87,6 +91,45 @@ def test_the_count_stops_at_most(store: Store) -> None:
     scheduler.tick(force=True)
     assert [store.open_items("ops", most) for most in (1, 4, 5, 100)] == [1, 4, 5, 5]
     assert store.open_items("other", 100) == 0
+
+
+def test_stopped_items_count_as_open(store: Store) -> None:
+    """An item stopped for a person (``exception``) has not ended: it counts."""
+
+    def broken(ctx: Any) -> Evidence:
+        raise RuntimeError("not a class the automation retries or ends on")
+
+    ops = Automation("ops", lambda ctx: ["k0", "k1"], broken, lambda ctx: Proposal("p", {}))
+    app = App([ops])
+    scheduler = Scheduler(store, app, clock=lambda: T0)
+    scheduler.register()
+    scheduler.tick(force=True)
+    worker = Worker(store, app)
+    deadline = time.monotonic() + WAIT
+    while states(store) != {"exception"} and time.monotonic() < deadline:
+        if not worker.tick():
+            time.sleep(0.01)
+    worker.close()
+    assert states(store) == {"exception"}
+    assert store.open_items("ops", 10) == 2
+
+
+def test_open_means_work_or_stop() -> None:
+    """The stores count the items of class ``work`` or ``stop`` (through those classes'
+    indexes): a new class of state must be counted there too."""
+    assert {c.value for c in StateClass} == {"work", "stop", "terminal"}
+
+
+def test_on_sqlite_the_count_reads_the_index_by_class(tmp_path: Path) -> None:
+    """Not the index by automation, which holds every ended item of it too."""
+    url = f"sqlite:///{tmp_path / 'plan.db'}"
+    store = open_store(url)
+    query = store.q["open_items"]
+    store.close()
+    with contextlib.closing(sqlite3.connect(tmp_path / "plan.db")) as conn:
+        plan = conn.execute(f"EXPLAIN QUERY PLAN {query}", {"automation": "a", "most": 1})
+        details = " ".join(str(row[-1]) for row in plan.fetchall())
+    assert "USING INDEX items_due (state_class=?)" in details, details
 
 
 @pytest.mark.parametrize("most", [0, -1, True, 2.5, "3"])

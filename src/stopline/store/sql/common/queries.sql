@@ -29,10 +29,3 @@ SELECT * FROM items WHERE state_class = 'stop' AND id > :after ORDER BY id LIMIT
 
 -- name: set_search_text
 UPDATE items SET search_text = :search_text WHERE id = :id;
-
--- name: open_items
--- How many of an automation's items have not ended, counted up to :most (discovery needs to
--- know only whether there is room; the (automation, key) index finds them).
-SELECT count(*) AS n FROM (
-    SELECT 1 FROM items WHERE automation = :automation AND state_class <> 'terminal' LIMIT :most
-) AS open_rows;

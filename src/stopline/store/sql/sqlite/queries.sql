@@ -325,3 +325,15 @@ SELECT
     (SELECT json_group_array(json_array(quote(shard), quote(n), quote(at), quote(kind),
         quote(item_id), quote(seq), quote(event_hash), quote(prev_hash), quote(hash),
         quote(before_hash))) FROM ({{item_ledger}})) AS ledger;
+
+-- name: open_items
+-- How many of an automation's items have not ended (their class is work or stop), counted up
+-- to :most: discovery needs to know only whether there is room. Read through the index by
+-- class (``+automation`` keeps SQLite off the index by automation, which would read every
+-- ended item of it too; an index of its own would cost every transition a write, see
+-- docs/performance.md).
+SELECT count(*) AS n FROM (
+    SELECT 1 FROM items
+    WHERE +automation = :automation AND state_class IN ('work', 'stop')
+    LIMIT :most
+) AS open_rows;
