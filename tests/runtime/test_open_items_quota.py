@@ -44,6 +44,17 @@ def states(store: Store) -> set[str]:
     return {item.state.value for item in store.list_items(automation="ops")}
 
 
+def work_until(store: Store, app: App, state: str) -> None:
+    """A worker works the items until every one is in ``state``."""
+    worker = Worker(store, app)
+    deadline = time.monotonic() + WAIT
+    while states(store) != {state} and time.monotonic() < deadline:
+        if not worker.tick():
+            time.sleep(0.01)
+    worker.close()
+    assert states(store) == {state}
+
+
 def keys(store: Store) -> list[str]:
     return sorted(item.key for item in store.list_items(automation="ops"))
 
@@ -63,13 +74,7 @@ def test_discovery_creates_no_item_past_max_open_items_until_items_end(store: St
     assert (fired.new, fired.existing, fired.held_back) == (0, 3, 2)
     assert len(keys(store)) == 3
 
-    worker = Worker(store, app)
-    deadline = time.monotonic() + WAIT
-    while states(store) != {"failed"} and time.monotonic() < deadline:
-        if not worker.tick():
-            time.sleep(0.01)
-    worker.close()
-    assert states(store) == {"failed"}
+    work_until(store, app, "failed")
     assert store.open_items("ops", 10) == 0
 
     fired = scheduler.tick(force=True)[0]  # three ended: the two held back are created
@@ -104,13 +109,7 @@ def test_stopped_items_count_as_open(store: Store) -> None:
     scheduler = Scheduler(store, app, clock=lambda: T0)
     scheduler.register()
     scheduler.tick(force=True)
-    worker = Worker(store, app)
-    deadline = time.monotonic() + WAIT
-    while states(store) != {"exception"} and time.monotonic() < deadline:
-        if not worker.tick():
-            time.sleep(0.01)
-    worker.close()
-    assert states(store) == {"exception"}
+    work_until(store, app, "exception")
     assert store.open_items("ops", 10) == 2
 
 
