@@ -144,7 +144,9 @@ def test_a_discovery_that_raises_writes_nothing_and_runs_again_next_tick(store: 
 # --- the schedule --------------------------------------------------------------------------
 
 
-def test_discovery_runs_once_per_period(store: Store) -> None:
+def counted(store: Store) -> tuple[Scheduler, Clock, list[int]]:
+    """A scheduler whose discovery lists ``a``, its clock, and a list that grows by one at
+    each discovery."""
     calls: list[int] = []
 
     def found() -> list[str]:
@@ -152,8 +154,12 @@ def test_discovery_runs_once_per_period(store: Store) -> None:
         return ["a"]
 
     s = scheduler(store, found)
-    clock = s.clock
-    assert isinstance(clock, Clock)
+    assert isinstance(s.clock, Clock)
+    return s, s.clock, calls
+
+
+def test_discovery_runs_once_per_period(store: Store) -> None:
+    s, clock, calls = counted(store)
     assert s.next_fire() == T0
     s.tick()
     assert store.last_discovery("ops") == T0
@@ -171,15 +177,7 @@ def test_a_last_discovery_recorded_in_the_future_does_not_hold_discovery_off(
     """A writer of the database sets the schedule's last run a year ahead: before, discovery
     of the automation stopped for a year, silently. A last run later than now by more than
     two clocks may differ is untrue: the scheduler runs discovery now (and records it)."""
-    calls: list[int] = []
-
-    def found() -> list[str]:
-        calls.append(1)
-        return ["a"]
-
-    s = scheduler(store, found)
-    clock = s.clock
-    assert isinstance(clock, Clock)
+    s, clock, calls = counted(store)
     s.tick()
     store.set_last_discovery("ops", T0 + timedelta(days=365))  # what the writer does
     clock.now = T0 + timedelta(seconds=EVERY)
