@@ -472,7 +472,7 @@ UPDATE items SET data = :data WHERE id = :id;
 -- How many of an automation's items have not ended (their class is work or stop), counted up
 -- to :most: discovery needs to know only whether there is room. Read through the partial
 -- indexes of the work and stop items, so a store of many ended items is not read for it (an
--- index of its own would cost every transition a write, see docs/performance.md).
+-- index of its own would cost every transition a write, see docs/performance-log.md).
 SELECT count(*) AS n FROM (
     SELECT 1 FROM items
     WHERE automation = :automation AND (state_class = 'work' OR state_class = 'stop')

@@ -331,7 +331,7 @@ SELECT
 -- to :most: discovery needs to know only whether there is room. Read through the index by
 -- class (``+automation`` keeps SQLite off the index by automation, which would read every
 -- ended item of it too; an index of its own would cost every transition a write, see
--- docs/performance.md).
+-- docs/performance-log.md).
 SELECT count(*) AS n FROM (
     SELECT 1 FROM items
     WHERE +automation = :automation AND state_class IN ('work', 'stop')
