@@ -12,6 +12,9 @@ checked afterwards on the records, the history and the execute hook's own log:
   and did not propose or edit it;
 * an approval never names a digest other than the proposal current when it was recorded;
 * each item ran at most once, and ``stopline verify`` finds nothing.
+
+The same race runs in signed mode too: every person's command signed with their own key,
+certified by a trust root the worker, the controllers and ``verify`` are configured with.
 """
 
 from __future__ import annotations
@@ -26,10 +29,13 @@ from typing import Any
 
 import pytest
 
-from stopline.controller import Controller
+from stopline.controller import Controller, utcnow
 from stopline.core.records import Event
 from stopline.runtime.runner import run
 from stopline.store import open_store
+from stopline.trust import admin
+from stopline.trust.authority import Trust
+from stopline.trust.keys import KeySigner
 
 from .apps.refund_app import ACTORS, CONFIG_ENV, LOG_ENV, build_app, read_log
 from .conftest import APP_FILE, STOPLINE
@@ -54,7 +60,40 @@ def test_an_approval_never_applies_to_the_proposal_that_replaced_its_own_many_ro
     race(store_url, tmp_path, approvals, items=9, rounds=10)
 
 
-def race(url: str, tmp: Path, approvals: int, *, items: int, rounds: int) -> None:
+@pytest.mark.parametrize("approvals", [1, 2])
+def test_in_signed_mode_an_approval_never_applies_to_the_proposal_that_replaced_its_own(
+    store_url: str, tmp_path: Path, approvals: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys = Keys.certified(store_url)
+    # the host's configuration: the in-process runs, the worker process and verify read it
+    monkeypatch.setenv("STOPLINE_TRUST_ROOT", keys.root.public_key.line)
+    race(store_url, tmp_path, approvals, items=6, rounds=3, keys=keys)
+
+
+class Keys:
+    """A trust root and a key of each person, certified with their roles in the store."""
+
+    def __init__(self) -> None:
+        self.root = KeySigner.generate()
+        self.people = {name: KeySigner.generate() for name in ACTORS}
+        self.trust = Trust((self.root.public_key,))
+
+    @classmethod
+    def certified(cls, url: str) -> Keys:
+        keys = cls()
+        store = open_store(url)
+        try:
+            for name, roles in ACTORS.items():
+                key = keys.people[name].public_key
+                admin.certify(store, keys.root, name, key, roles=roles, now=utcnow())
+        finally:
+            store.close()
+        return keys
+
+
+def race(
+    url: str, tmp: Path, approvals: int, *, items: int, rounds: int, keys: Keys | None = None
+) -> None:
     log = tmp / "hooks.jsonl"
     config = {"keys": [f"r{n}" for n in range(items)], "approvals": approvals}
     app = build_app(log, **config)  # type: ignore[arg-type]
@@ -64,23 +103,28 @@ def race(url: str, tmp: Path, approvals: int, *, items: int, rounds: int) -> Non
         if not waiting:
             break
         if approvals == 2:  # one approval in already: the race is for the second
-            with opened(url) as controller:
+            with opened(url, keys, "erin") as controller:
                 for item_id, digest in waiting.items():
                     controller.approve(item_id, proposal=digest, actor="erin")
-        one_round(url, log, config, waiting, number)
+        one_round(url, log, config, waiting, number, keys)
         run(app, url, once=True, linger=0)  # whatever is due now: proposals, executions
     run(app, url, once=True, linger=0)
-    check(url, log, approvals)
+    check(url, log, approvals, keys)
 
 
 class opened:
-    """A store of its own and a controller on it (unsigned mode), closed on exit."""
+    """A store of its own and a controller on it, closed on exit: in unsigned mode, or with
+    ``keys`` in signed mode, signing as ``actor``."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, keys: Keys | None = None, actor: str | None = None) -> None:
         self.store = open_store(url)
+        self.keys, self.actor = keys, actor
 
     def __enter__(self) -> Controller:
-        return Controller(self.store, trust=None)
+        if self.keys is None:
+            return Controller(self.store, trust=None)
+        signer = self.keys.people[self.actor] if self.actor is not None else None
+        return Controller(self.store, trust=self.keys.trust, signer=signer)
 
     def __exit__(self, *exc: object) -> None:
         self.store.close()
@@ -94,25 +138,30 @@ def awaiting(url: str) -> dict[str, str]:
 
 
 def one_round(
-    url: str, log: Path, config: dict[str, Any], waiting: dict[str, str], number: int
+    url: str,
+    log: Path,
+    config: dict[str, Any],
+    waiting: dict[str, str],
+    number: int,
+    keys: Keys | None,
 ) -> None:
     """For every waiting item, its approval and a replacement at once, a worker running."""
-    calls: list[Callable[[Controller], Any]] = []
+    calls: list[tuple[str, Callable[[Controller], Any]]] = []
     for n, (item_id, digest) in enumerate(sorted(waiting.items())):
-        calls.append(lambda c, i=item_id, d=digest: c.approve(i, proposal=d, actor="bob"))
-        calls.append(replacement(REPLACES[(n + number) % len(REPLACES)], item_id))
+        calls.append(("bob", lambda c, i=item_id, d=digest: c.approve(i, proposal=d, actor="bob")))
+        calls.append(("carol", replacement(REPLACES[(n + number) % len(REPLACES)], item_id)))
     start = threading.Barrier(len(calls) + 1)
     failures: list[BaseException] = []
 
-    def go(call: Callable[[Controller], Any]) -> None:
+    def go(actor: str, call: Callable[[Controller], Any]) -> None:
         try:
-            with opened(url) as controller:
+            with opened(url, keys, actor) as controller:
                 start.wait(timeout=120)
                 call(controller)
         except BaseException as exc:  # reported by the test, below
             failures.append(exc)
 
-    threads = [threading.Thread(target=go, args=(call,)) for call in calls]
+    threads = [threading.Thread(target=go, args=call) for call in calls]
     for thread in threads:
         thread.start()
     env = {**os.environ, LOG_ENV: str(log), CONFIG_ENV: json.dumps(config)}
@@ -134,9 +183,9 @@ def replacement(kind: str, item_id: str) -> Callable[[Controller], Any]:
     return lambda c: c.reject(item_id, actor="carol", reason="not this one", send_back=True)
 
 
-def check(url: str, log: Path, approvals: int) -> None:
+def check(url: str, log: Path, approvals: int, keys: Keys | None) -> None:
     executed = [e for e in read_log(log) if e["hook"] == "execute"]
-    with opened(url) as controller:
+    with opened(url, keys) as controller:
         store = controller.store
         histories = {i.id: store.history(i.id) for i in store.list_items()}
         for item_id, events in histories.items():
