@@ -180,7 +180,7 @@ def test_the_layer_rules_find_a_violation(tmp_path: Path) -> None:
 # A statement in a string: SELECT .. FROM, INSERT INTO, UPDATE .. SET x =, DELETE FROM.
 SQL = re.compile(
     r"\bselect\s[^;]*?\sfrom\s+\w|\binsert\s+into\s+\w|\bupdate\s+\w+\s+set\s+\w+\s*="
-    r"|\bdelete\s+from\s+\w|\bselect\s+(?:1\b|pg_\w+\()",
+    r"|\bdelete\s+from\s+\w|\bselect\s+(?:1\b|pg_\w+\(|set_config\()",
     re.IGNORECASE,
 )
 PRIVATE_STORE = {"_read", "_write", "_raw"}

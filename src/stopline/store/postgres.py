@@ -47,6 +47,7 @@ from ..core.decision import Decision
 from ..core.frozen import storage_json
 from ..core.ledger import ledger_kind, shard_of
 from .base import SQLStore, _Grouped, _shards, _Stale
+from .discovery_turns import PoolTurn, take_pool_turn
 from .documents import Documents
 from .pg_connect import tcp_settings
 from .pg_guard import PgGuardReads
@@ -120,6 +121,9 @@ class PostgresStore(PgWakeups, PgGuardReads):
         with self._listen_lock:
             self._drop_listener()
         self._pool.close()
+
+    def discovery_turn(self, automation: str, wait: float) -> PoolTurn | None:
+        return take_pool_turn(self._pool, self.q, automation, wait)
 
     # --- transactions ----------------------------------------------------------------------
 

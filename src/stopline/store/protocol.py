@@ -17,6 +17,7 @@ from ..core.ledger import LedgerEntry
 from ..core.policy import Policy
 from ..core.records import Actor, Event, Item
 from ..core.registry import Registry
+from .discovery_turns import DiscoveryTurn
 from .heartbeats import Heartbeats
 from .insights import Insights
 from .outbox import Outbox
@@ -260,6 +261,12 @@ class Store(Protocol):
     def open_items(self, automation: str, most: int) -> int:
         """How many of ``automation``'s items have not ended (any state but a terminal one),
         counted up to ``most``."""
+        ...
+
+    def discovery_turn(self, automation: str, wait: float) -> DiscoveryTurn | None:
+        """``automation``'s discovery turn, taken within ``wait`` seconds (``None``: not had):
+        while one scheduler holds it, no other counts or creates that automation's items
+        (``discovery_turns.py``). Give it back with ``end()``."""
         ...
 
     # what verify reads

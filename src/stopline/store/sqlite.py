@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from .base import SQLStore
+from .discovery_turns import FileTurn, take_file_turn
 from .errors import StoreError, UnsupportedURL
 from .sqlite_turns import turn_key, writing_turn
 
@@ -98,6 +99,9 @@ class SQLiteStore(SQLStore):
                 pause = min(pause * 2, 0.1)
         if str(row[0]).lower() != "wal":
             raise StoreError(f"{self.path}: SQLite refused WAL mode (journal_mode is {row[0]})")
+
+    def discovery_turn(self, automation: str, wait: float) -> FileTurn | None:
+        return take_file_turn(self.path, wait)  # one turn for every automation of the file
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)

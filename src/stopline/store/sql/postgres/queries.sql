@@ -478,3 +478,16 @@ SELECT count(*) AS n FROM (
     WHERE automation = :automation AND (state_class = 'work' OR state_class = 'stop')
     LIMIT :most
 ) AS open_rows;
+
+-- name: discovery_turn_wait
+-- How long the next statement of this connection may wait for a lock ('0': no bound), for the
+-- discovery turn below; set for the session, since the turn outlives a transaction.
+SELECT set_config('lock_timeout', :ms, false);
+
+-- name: take_discovery_turn
+-- One discovery pass of an automation at a time across every scheduler (store/discovery_turns.py):
+-- held by the session until end_discovery_turn, or until the connection ends.
+SELECT pg_advisory_lock(hashtext('stopline.discovery'), hashtext(:automation));
+
+-- name: end_discovery_turn
+SELECT pg_advisory_unlock(hashtext('stopline.discovery'), hashtext(:automation)) AS ended;
