@@ -59,6 +59,18 @@ _LOCAL: dict[str, threading.Lock] = {}
 _LOCAL_LOCK = threading.Lock()
 
 
+def _forget_local_turns() -> None:
+    # a child made by fork() starts with one thread: a turn another thread of its parent held
+    # would stay held in it
+    global _LOCAL_LOCK
+    _LOCAL.clear()
+    _LOCAL_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_local_turns)
+
+
 def take_file_turn(database: str, wait: float) -> FileTurn | None:
     """The discovery turn of SQLite file ``database`` within ``wait`` seconds, or ``None``."""
     with _LOCAL_LOCK:
