@@ -21,8 +21,12 @@ from typing import Any
 import pytest
 
 from stopline import App, Automation, Evidence, Proposal
-from stopline.runtime import scheduler as scheduler_module
-from stopline.runtime.scheduler import Scheduler
+from stopline.core.commands import Discover
+from stopline.core.decide import decide
+from stopline.core.step import Context
+from stopline.runtime import creating
+from stopline.runtime.retrying import Reconnect
+from stopline.runtime.scheduler import Scheduler, new_item_id
 from stopline.store import Store, open_store
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
@@ -98,7 +102,7 @@ def test_without_a_limit_no_turn_is_taken(store: Store, other: Store) -> None:
 def test_a_scheduler_without_its_turn_creates_nothing_new(
     store: Store, other: Store, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(scheduler_module, "TURN_WAIT", SHORT)
+    monkeypatch.setattr(creating, "TURN_WAIT", SHORT)
     scheduler = Scheduler(store, app_of(["k0", "k1", "k2"]), clock=lambda: T0)
     scheduler.register()
     assert scheduler.tick(force=True)[0].new == 3
@@ -129,6 +133,49 @@ def test_a_turn_is_one_holder_at_a_time_and_given_back(store: Store, other: Stor
     assert second is not None
     assert store.discovery_turn("ops", SHORT) is None
     second.end()
+
+
+def lost_database(store: Store) -> BaseException:
+    """What the driver raises when the database went away (a transient error)."""
+    if store.dialect == "postgres":
+        import psycopg
+
+        return psycopg.OperationalError("server closed the connection unexpectedly")
+    import sqlite3
+
+    return sqlite3.OperationalError("database is locked")
+
+
+def test_a_pass_that_lost_the_database_takes_its_turn_again_and_counts_anew(
+    store: Store, other: Store
+) -> None:
+    """The connection that held the turn may be gone with the database: another host may then
+    have filled the room. Nothing more is created than the room counted in a new turn."""
+    app = app_of([f"k{i}" for i in range(8)])
+    policy = app.automations[0].policy
+    inserts = 0
+
+    def insert(decision: Any) -> bool:
+        nonlocal inserts
+        inserts += 1
+        if inserts == 3:  # meanwhile another host, its turn had, filled the room
+            for key in ("x0", "x1", "x2"):
+                command = Discover(new_item_id(), "ops", key, {})
+                assert other.insert(decide(None, command, Context(T0, policy)))
+            raise lost_database(store)
+        return original(decision)
+
+    original = store.insert
+    store.insert = insert  # type: ignore[method-assign]
+    reconnect = Reconnect(sleep=lambda seconds: None)
+    scheduler = Scheduler(store, app, clock=lambda: T0, reconnect=reconnect)
+    scheduler.register()
+
+    fired = scheduler.tick(force=True)[0]
+
+    assert store.open_items("ops", 100) == 5  # two of its own, three of the other host's
+    assert (fired.new, fired.held_back) == (2, 6)
+    assert not turn_is_held(other)
 
 
 HOLDER = """

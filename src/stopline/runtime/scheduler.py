@@ -26,10 +26,10 @@ from ..core.names import ACTOR, AUTOMATION, ROLE, InvalidName, lookalike, requir
 from ..core.records import Actor
 from ..core.step import Context
 from ..store import Store
-from ..store.discovery_turns import DiscoveryTurn
 from .automation import App, Automation, Discovered, HookContext
 from .clock_check import MAX_SKEW
 from .commit import Committed, commit
+from .creating import Creation
 from .discovering import DiscoveryFailed, list_discovered
 from .hook_output import limit_violations, plain_value
 from .hooks import HookRunner, HookTimeout
@@ -39,7 +39,6 @@ from .watch import HookFailures
 log = logging.getLogger("stopline.scheduler")
 MAX_KEY = MAX_ITEM_KEY
 MAX_DISCOVERED = DEFAULT.max_members  # entries one discovery may list: one document's array
-TURN_WAIT = 60.0  # seconds a discovery waits for its turn before it creates nothing new
 SCHEDULER = "scheduler"  # who the audit names for a refused discovery
 FUTURE_SKEW = timedelta(seconds=MAX_SKEW)  # a last discovery later than now by more is untrue
 
@@ -75,6 +74,7 @@ class Scheduler:
         self.app = app
         self.clock = clock
         self.reconnect = reconnect or Reconnect()
+        self.creation = Creation(store, self.reconnect, self._insert)
         self.hooks = HookRunner()  # discovery runs off this thread, within its hook_timeout
 
     def register(self) -> None:
@@ -191,39 +191,14 @@ class Scheduler:
             if told.too_many and self.failures is not None:  # what the hook raised is counted
                 self.failures.add(line)  # by its wrapper (watch.py); this it did not raise
             return fired
-        most = automation.max_open_items
-        turn = None if most is None else self._take_turn(automation)
-        try:
-            # without its turn, a pass creates nothing new: another scheduler is filling the room
-            room = 0 if most is not None and turn is None else self._room(automation)
-            for d in found or ():
-                if d is None:
-                    fired.rejected += 1
-                    continue
-                item_id = new_item_id()
-                what = f"discovering {automation.name}/{d.key}"
-                status = self.reconnect.call(what, self._insert, automation, d, item_id, now, room)
-                if status is None:
-                    fired.held_back += 1
-                elif status is Committed.APPLIED:
-                    fired.new += 1
-                    room = None if room is None else room - 1
-                elif status is Committed.REFUSED:  # audited, like every refusal
-                    fired.rejected += 1
-                else:
-                    fired.existing += 1
-        finally:
-            if turn is not None:
-                turn.end()
-        if fired.held_back and most is not None and turn is None:
-            log.warning(
-                "discovery of %s created no item for %d new keys: another scheduler's discovery "
-                "of it held its turn for %g s; they are created by a later pass",
-                automation.name,
-                fired.held_back,
-                TURN_WAIT,
-            )
-        elif fired.held_back:
+        keys = []
+        for d in found or ():
+            if d is None:
+                fired.rejected += 1
+            else:
+                keys.append((d, new_item_id()))
+        had_turn = self.creation.create(automation, keys, now, fired)
+        if fired.held_back and had_turn:  # the room was full (without the turn: logged there)
             log.warning(
                 "discovery of %s created no item for %d new keys: %d of its items are open, "
                 "its max_open_items; they are created once items end",
@@ -238,31 +213,6 @@ class Scheduler:
             now,
         )
         return fired
-
-    def _take_turn(self, automation: Automation) -> DiscoveryTurn | None:
-        """The automation's discovery turn (``None``: not had within ``TURN_WAIT``): held from
-        counting its room to its last insert, so schedulers on several hosts fill the room
-        one after the other, never each."""
-        return self.reconnect.call(
-            f"waiting for the discovery turn of {automation.name}",
-            self.store.discovery_turn,
-            automation.name,
-            TURN_WAIT,
-        )
-
-    def _room(self, automation: Automation) -> int | None:
-        """How many new items the automation's ``max_open_items`` leaves room for (``None``:
-        no limit). Read once a discovery, in its turn."""
-        most = automation.max_open_items
-        if most is None:
-            return None
-        open_now = self.reconnect.call(
-            f"counting the open items of {automation.name}",
-            self.store.open_items,
-            automation.name,
-            most,
-        )
-        return max(most - open_now, 0)
 
     def _insert(
         self,
