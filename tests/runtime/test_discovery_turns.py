@@ -128,9 +128,9 @@ def test_a_turn_is_one_holder_at_a_time_and_given_back(store: Store, other: Stor
     assert first is not None
     assert other.discovery_turn("ops", SHORT) is None
     first.end()
-    first.end()  # ending twice is harmless
     second = other.discovery_turn("ops", LONG)
     assert second is not None
+    first.end()  # ending twice is harmless: it never ends the turn of the one who holds it now
     assert store.discovery_turn("ops", SHORT) is None
     second.end()
 

@@ -42,17 +42,21 @@ class FileTurn:
     """The turn of a SQLite file's discovery, held."""
 
     def __init__(self, local: threading.Lock, fd: int | None) -> None:
-        self._local, self._fd = local, fd
+        self._local: threading.Lock | None = local
+        self._fd = fd
 
     def end(self) -> None:
-        if self._fd is not None:
-            try:
+        local, self._local = self._local, None
+        if local is None:
+            return  # ended before: the local lock may be another thread's by now
+        try:
+            if self._fd is not None:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
-            finally:
+        finally:
+            if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
-        if self._local.locked():
-            self._local.release()
+            local.release()
 
 
 _LOCAL: dict[str, threading.Lock] = {}
@@ -134,15 +138,14 @@ def take_pool_turn(
 
     conn = pool.getconn()
     try:
-        with conn.cursor() as cur:
+        # the bound on the wait is local to this transaction; the lock it takes is the
+        # session's, and outlives it
+        with conn.transaction(), conn.cursor() as cur:
             cur.execute(queries["discovery_turn_wait"], {"ms": f"{max(1, round(wait * 1000))}ms"})
-            try:
-                cur.execute(queries["take_discovery_turn"], {"automation": automation})
-            except psycopg.errors.LockNotAvailable:
-                cur.execute(queries["discovery_turn_wait"], {"ms": "0"})
-                pool.putconn(conn)
-                return None
-            cur.execute(queries["discovery_turn_wait"], {"ms": "0"})
+            cur.execute(queries["take_discovery_turn"], {"automation": automation})
+    except psycopg.errors.LockNotAvailable:
+        pool.putconn(conn)
+        return None
     except BaseException:
         conn.close()
         pool.putconn(conn)

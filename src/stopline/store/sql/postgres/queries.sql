@@ -480,9 +480,8 @@ SELECT count(*) AS n FROM (
 ) AS open_rows;
 
 -- name: discovery_turn_wait
--- How long the next statement of this connection may wait for a lock ('0': no bound), for the
--- discovery turn below; set for the session, since the turn outlives a transaction.
-SELECT set_config('lock_timeout', :ms, false);
+-- How long the discovery turn below may be waited for: local to the transaction that takes it.
+SELECT set_config('lock_timeout', :ms, true);
 
 -- name: take_discovery_turn
 -- One discovery pass of an automation at a time across every scheduler (store/discovery_turns.py):
