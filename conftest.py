@@ -5,9 +5,24 @@ last keeps the whole run waiting on one process while the others have nothing le
 
 from __future__ import annotations
 
+import compileall
 import os
+from pathlib import Path
 
 import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the package and the tests' helpers once, in the process that runs (or hands
+    out) the tests. Every ``stopline`` process a test starts imports them, and where
+    PYTHONDONTWRITEBYTECODE is set (as on this project's machines) nothing else writes their
+    bytecode: each of those thousands of processes compiled every module it imports again,
+    about a third of the CPU time of a short command."""
+    if hasattr(config, "workerinput"):
+        return  # a pytest-xdist worker: the controller has compiled them
+    root = Path(__file__).resolve().parent
+    for folder in ("src", "tests"):
+        compileall.compile_dir(root / folder, quiet=2, workers=1)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
