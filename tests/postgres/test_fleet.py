@@ -93,18 +93,17 @@ def test_workers_complete_every_item_with_each_effect_once(
     )
     started = time.monotonic()
     proc = pg_lab.run_fleet("--workers", str(workers), env=env, name="fleet")
-    children = wait_for(
-        lambda: (found := proc.children()) and len(found) == workers - 1 and found,
-        120,
-        f"{workers - 1} worker processes to start",
-    )
 
     def all_parked() -> dict[int, str]:
         assert proc.popen.poll() is None, proc.output()
         found = {int(p.name): p.read_text() for p in parked.iterdir() if p.name.isdigit()}
         return found if len(found) == workers else {}
 
+    # The park files are the event: a process writes its own once it has started and holds a
+    # step. (Polling /proc for the children meanwhile kept a quarter of a core busy.)
     holding = wait_for(all_parked, 300, f"all {workers} processes to park inside a step")
+    children = proc.children()  # parked, so alive until the gate opens
+    assert len(children) == workers - 1, children
     assert set(holding) == {proc.pid, *children}
     victims = sorted(children)[:kills]
     if kills:
