@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 from pathlib import Path
@@ -22,7 +23,14 @@ if TYPE_CHECKING:
 
 MSG_1041 = "support-triage/msg-1041"
 MSG_1044 = "support-triage/msg-1044"  # a reply whose policy needs one approver
-IMAGES = Path(__file__).resolve().parents[2] / "docs" / "img"
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "img"
+
+
+def images(tmp_path: Path) -> Path:
+    """Where the screenshot tests save: ``docs/img/`` with ``STOPLINE_SCREENSHOTS=1`` (to
+    refresh the documentation's pictures), else the test's own folder, so that a test run
+    leaves the checkout as it found it."""
+    return DOCS_IMAGES if os.environ.get("STOPLINE_SCREENSHOTS") == "1" else tmp_path
 
 
 def laid_out(page: Page) -> None:
@@ -169,14 +177,18 @@ def png_size(path: Path) -> tuple[int, int]:
     return width, height
 
 
-def test_screenshots_of_the_inbox_and_an_item_page(page: Page, server: Server, demo: Demo) -> None:
-    """Save the README's screenshots of the inbox and of an item page under docs/img/."""
-    IMAGES.mkdir(parents=True, exist_ok=True)
+def test_screenshots_of_the_inbox_and_an_item_page(
+    page: Page, server: Server, demo: Demo, tmp_path: Path
+) -> None:
+    """The README's screenshots of the inbox and of an item page (saved under docs/img/ with
+    ``STOPLINE_SCREENSHOTS=1``)."""
+    folder = images(tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
     sign_in(page, server, demo.tokens["alice"])
     expect(page.get_by_test_id("group-awaiting_approval")).to_be_visible()
-    page.screenshot(path=IMAGES / "inbox.png", animations="disabled", caret="hide")
+    page.screenshot(path=folder / "inbox.png", animations="disabled", caret="hide")
     open_item(page, MSG_1041)
     expect(page.get_by_test_id("proposal")).to_be_visible()
-    page.screenshot(path=IMAGES / "item.png", animations="disabled", caret="hide")
+    page.screenshot(path=folder / "item.png", animations="disabled", caret="hide")
     for name in ("inbox.png", "item.png"):
-        assert png_size(IMAGES / name) == (1280, 900), name
+        assert png_size(folder / name) == (1280, 900), name

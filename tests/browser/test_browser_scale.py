@@ -6,6 +6,7 @@ search, "needs me" and bulk actions; and the screenshots of docs/inbox.md."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -15,7 +16,7 @@ try:
 except ImportError:  # the `chromium` fixture then skips (or fails) with the reason
     expect = None  # type: ignore[assignment]
 
-from .test_browser_inbox import IMAGES, laid_out, open_item, png_size, sign_in
+from .test_browser_inbox import images, laid_out, open_item, png_size, sign_in
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -180,14 +181,16 @@ def test_bulk_acknowledge_reports_each_item(
     expect(page.get_by_test_id("inbox-total")).to_have_text("5")
 
 
-def test_screenshots_at_phone_width(page: Page, server: Server, demo: Demo) -> None:
-    """Save docs/inbox.md's phone screenshots of the inbox and an item page."""
-    IMAGES.mkdir(parents=True, exist_ok=True)
+def test_screenshots_at_phone_width(page: Page, server: Server, demo: Demo, tmp_path: Path) -> None:
+    """docs/inbox.md's phone screenshots of the inbox and an item page (saved under docs/img/
+    with ``STOPLINE_SCREENSHOTS=1``)."""
+    folder = images(tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size(WIDTHS["phone"])
     sign_in(page, server, demo.tokens["alice"])
-    page.screenshot(path=IMAGES / "inbox-phone.png", animations="disabled", caret="hide")
+    page.screenshot(path=folder / "inbox-phone.png", animations="disabled", caret="hide")
     page.goto(f"{server.base}/items/{demo.item(CHECKOUT).id}")
     page.get_by_test_id("action-approve").evaluate("e => e.scrollIntoView({block: 'start'})")
-    page.screenshot(path=IMAGES / "item-phone.png", animations="disabled", caret="hide")
+    page.screenshot(path=folder / "item-phone.png", animations="disabled", caret="hide")
     for name in ("inbox-phone.png", "item-phone.png"):
-        assert png_size(IMAGES / name) == (390, 844), name
+        assert png_size(folder / name) == (390, 844), name
