@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import signal
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -77,6 +79,29 @@ def failing(errors: list[BaseException], result: str = "done") -> Any:
 def test_which_errors_are_transient(error: BaseException, transient: bool) -> None:
     """Unreachable or busy is transient; an error every try would meet again is not."""
     assert is_transient(error) is transient
+
+
+NO_DRIVER = """
+import sqlite3, sys
+from stopline.store.errors import connection_errors, is_transient
+assert connection_errors() == (sqlite3.OperationalError,), connection_errors()
+assert is_transient(sqlite3.OperationalError("database is locked"))
+assert "psycopg" not in sys.modules and "psycopg_pool" not in sys.modules
+import psycopg, psycopg_pool
+assert connection_errors() == (
+    sqlite3.OperationalError, psycopg.OperationalError, psycopg_pool.PoolTimeout
+), connection_errors()
+print("ok")
+"""
+
+
+def test_the_transient_errors_import_no_driver_a_process_does_not_use() -> None:
+    """A process on SQLite never imports psycopg (about 0.15 s of its start) to ask which
+    errors are transient: a driver's error exists only once the driver is imported."""
+    done = subprocess.run(
+        [sys.executable, "-c", NO_DRIVER], capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout.strip() == "ok", done.stderr
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
